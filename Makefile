@@ -1,0 +1,57 @@
+# The course's commands. A newcomer needs two: `make lab` and `make test`.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+PORT ?= 8888
+NB ?= notebooks/*.ipynb
+# Running as root (containers, CI) needs JupyterLab's --allow-root.
+ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
+NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg
+
+.PHONY: install lab test lint unit notebooks run-all execute bench lock clean
+
+# Create/refresh .venv from the pins; a no-op when pyproject.toml and constraints.txt are unchanged.
+install: $(STAMP)
+	@.ci/system-packages --browser
+
+$(STAMP): pyproject.toml constraints.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --disable-pip-version-check -c constraints.txt pip setuptools
+	$(BIN)/python -m pip install -q --disable-pip-version-check -c constraints.txt torch==2.13.0
+	$(BIN)/python -m pip install -q --disable-pip-version-check -c constraints.txt -e ".[dev]"
+	touch $(STAMP)
+
+# Open the course in JupyterLab (127.0.0.1 only, token authentication; the URL with the token is printed).
+lab: install
+	$(BIN)/jupyter lab --ip=127.0.0.1 --port=$(PORT) --ServerApp.root_dir=notebooks $(ROOT_FLAG) $(LAB_ARGS)
+
+# Everything: lint, unit tests, strict nbval of the committed outputs, and a Run-All pass.
+test: install lint unit notebooks
+
+lint: $(STAMP)
+	$(BIN)/ruff check helpers tests notebooks conftest.py
+
+unit: $(STAMP)
+	$(BIN)/python -m pytest tests -q
+
+notebooks: $(STAMP)
+	$(BIN)/python -m pytest $(NBVAL) -q $(NB)
+
+# Re-run notebooks in place from a fresh kernel, so committed outputs are what the pins produce.
+execute: $(STAMP)
+	$(BIN)/python -m helpers.course execute $(NB)
+
+bench: $(STAMP)
+	$(BIN)/python -m tests.bench
+
+# Re-pin after changing dependencies (review the diff before committing).
+lock: $(STAMP)
+	$(BIN)/python -m pip freeze --all --exclude-editable | grep -v -E '^(pip)==' \
+	  | sed 's/+cpu$$//' | sort -f > constraints.body && \
+	  { head -3 constraints.txt; cat constraints.body; } > constraints.new && \
+	  rm constraints.body && mv constraints.new constraints.txt
+
+clean:
+	rm -rf $(VENV) .artifacts

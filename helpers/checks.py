@@ -1,0 +1,163 @@
+"""Checks that keep notebook claims honest: expected errors and warnings, exercise feedback."""
+
+from __future__ import annotations
+
+import re
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+__all__ = [
+    "CheckResult",
+    "ExpectedError",
+    "ExpectedWarnings",
+    "clean_message",
+    "expect_error",
+    "expect_warning",
+    "feedback",
+]
+
+_TRIGGERED = re.compile(r"\s*\(Triggered internally at [^)]*\)\.?")
+MAX_LINES = 8
+
+
+def clean_message(message: str) -> str:
+    """A message without torch's '(Triggered internally at file:line)' tail, at most 8 lines."""
+    text = _TRIGGERED.sub("", message).strip()
+    lines = text.splitlines()
+    if len(lines) > MAX_LINES:
+        lines = lines[:MAX_LINES] + [f"... ({len(lines) - MAX_LINES} more lines)"]
+    return "\n".join(lines)
+
+
+def _check_type(exc_type: object, func: str) -> None:
+    ok = isinstance(exc_type, type) or (
+        isinstance(exc_type, tuple) and all(isinstance(t, type) for t in exc_type)
+    )
+    if not ok:
+        raise TypeError(
+            f"{func}() takes an exception or warning class, e.g. {func}(RuntimeError); "
+            f"got {exc_type!r}"
+        )
+
+
+def _name(exc_type: type | tuple[type, ...]) -> str:
+    if isinstance(exc_type, tuple):
+        return " or ".join(t.__name__ for t in exc_type)
+    return exc_type.__name__
+
+
+@dataclass
+class ExpectedError:
+    """What `expect_error` caught: the exception, once the block has run."""
+
+    expected: str
+    exception: BaseException | None = None
+
+    @property
+    def message(self) -> str:
+        """The exception's message, cleaned."""
+        return clean_message(str(self.exception)) if self.exception is not None else ""
+
+
+@contextmanager
+def expect_error(
+    exc_type: type[BaseException] | tuple[type[BaseException], ...], match: str | None = None
+) -> Iterator[ExpectedError]:
+    """Run a block that must raise `exc_type`; show the error briefly instead of a traceback.
+
+    Raises AssertionError if the block raises nothing, another type, or a message not matching
+    the regular expression `match`, so a notebook claim about an error is still checked.
+    """
+    _check_type(exc_type, "expect_error")
+    caught = ExpectedError(_name(exc_type))
+    try:
+        yield caught
+    except exc_type as err:
+        caught.exception = err
+        if match is not None and not re.search(match, str(err)):
+            raise AssertionError(
+                f"{type(err).__name__} was raised, but its message does not match {match!r}:\n"
+                f"{clean_message(str(err))}"
+            ) from err
+        print(f"{type(err).__name__} (as expected): {caught.message}")
+    except Exception as err:
+        raise AssertionError(
+            f"expected {_name(exc_type)}, but {type(err).__name__} was raised: "
+            f"{clean_message(str(err))}"
+        ) from err
+    else:
+        raise AssertionError(f"expected {_name(exc_type)}, but the block ran without an error")
+
+
+@dataclass
+class ExpectedWarnings:
+    """What `expect_warning` caught: the matching warnings, once the block has run."""
+
+    expected: str
+    caught: list[warnings.WarningMessage] = field(default_factory=list)
+
+    @property
+    def messages(self) -> list[str]:
+        """The caught warnings' messages, cleaned."""
+        return [clean_message(str(w.message)) for w in self.caught]
+
+
+@contextmanager
+def expect_warning(
+    category: type[Warning] | tuple[type[Warning], ...] = Warning, match: str | None = None
+) -> Iterator[ExpectedWarnings]:
+    """Run a block that must warn; show the warning (no file/line noise) instead of stderr.
+
+    Raises AssertionError if no warning of `category` (whose message matches `match`) happens.
+    Other warnings pass through unchanged.
+    """
+    _check_type(category, "expect_warning")
+    result = ExpectedWarnings(_name(category))
+    with warnings.catch_warnings(record=True) as records:
+        warnings.simplefilter("always")
+        yield result
+    others = []
+    for w in records:
+        if issubclass(w.category, category) and (match is None or re.search(match, str(w.message))):
+            result.caught.append(w)
+        else:
+            others.append(w)
+    for w in others:
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    if not result.caught:
+        wanted = _name(category) + (f" matching {match!r}" if match else "")
+        raise AssertionError(f"expected a {wanted}, but none was raised")
+    for w in result.caught:
+        print(f"{w.category.__name__} (as expected): {clean_message(str(w.message))}")
+
+
+@dataclass
+class CheckResult:
+    """Feedback on an exercise: ok, or what is wrong and a hint how to fix it."""
+
+    ok: bool
+    messages: list[str]
+    success: str = "Correct."
+
+    def __bool__(self) -> bool:
+        return self.ok
+
+    def __repr__(self) -> str:
+        if self.ok:
+            return f"✅ {self.success}"
+        return "❌ Not yet:\n" + "\n".join(f"  - {m}" for m in self.messages)
+
+    def _repr_html_(self) -> str:
+        import html
+
+        if self.ok:
+            return f'<div style="color: #1a7f37">✅ {html.escape(self.success)}</div>'
+        items = "".join(f"<li>{html.escape(m)}</li>" for m in self.messages)
+        return f'<div style="color: #cf222e">❌ Not yet:<ul>{items}</ul></div>'
+
+
+def feedback(problems: list[str], success: str = "Correct.") -> CheckResult:
+    """A CheckResult from a list of problems found (empty: correct)."""
+    return CheckResult(ok=not problems, messages=list(problems), success=success)

@@ -1,0 +1,129 @@
+"""Display objects: tables and figures that render as HTML/PNG in Jupyter and as stable text."""
+
+from __future__ import annotations
+
+import html
+import io
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = ["Figure", "Stack", "Table"]
+
+
+def _cell_text(value: Any) -> str:
+    if value is None:
+        return "None"
+    if isinstance(value, float):
+        return format(value, ".4g")
+    return str(value)
+
+
+class Table:
+    """Rows of named values; HTML in Jupyter, aligned plain text elsewhere."""
+
+    def __init__(
+        self,
+        columns: Sequence[str],
+        rows: Sequence[dict[str, Any]],
+        *,
+        title: str | None = None,
+        note: str | None = None,
+    ) -> None:
+        self.columns = list(columns)
+        self.rows = [dict(r) for r in rows]
+        self.title = title
+        self.note = note
+        for r in self.rows:
+            missing = [c for c in self.columns if c not in r]
+            if missing:
+                raise ValueError(f"row {r!r} lacks the column(s) {missing}")
+
+    def row(self, key: str) -> dict[str, Any]:
+        """The row whose first column equals `key`."""
+        first = self.columns[0]
+        for r in self.rows:
+            if r[first] == key:
+                return r
+        known = ", ".join(str(r[first]) for r in self.rows)
+        raise KeyError(f"no row {key!r}; rows are: {known}")
+
+    def column(self, name: str) -> list[Any]:
+        """All values of one column, top to bottom."""
+        if name not in self.columns:
+            raise KeyError(f"no column {name!r}; columns are: {', '.join(self.columns)}")
+        return [r[name] for r in self.rows]
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __repr__(self) -> str:
+        cells = [self.columns] + [[_cell_text(r[c]) for c in self.columns] for r in self.rows]
+        widths = [max(len(row[i]) for row in cells) for i in range(len(self.columns))]
+        lines = [self.title] if self.title else []
+        for k, row in enumerate(cells):
+            lines.append("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip())
+            if k == 0:
+                lines.append("  ".join("-" * w for w in widths))
+        if self.note:
+            lines.append(self.note)
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        head = "".join(f'<th style="text-align: left">{html.escape(c)}</th>' for c in self.columns)
+        body = "".join(
+            "<tr>"
+            + "".join(
+                f'<td style="text-align: left">{html.escape(_cell_text(r[c]))}</td>'
+                for c in self.columns
+            )
+            + "</tr>"
+            for r in self.rows
+        )
+        caption = f"<caption>{html.escape(self.title)}</caption>" if self.title else ""
+        note = f"<p><small>{html.escape(self.note)}</small></p>" if self.note else ""
+        return (
+            '<table style="font-family: monospace; border-collapse: collapse">'
+            f"{caption}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{note}"
+        )
+
+
+class Figure:
+    """A matplotlib figure shown as a PNG at a modest DPI, with a short stable text form.
+
+    Build it from `matplotlib.figure.Figure` directly (no pyplot): nothing leaks into global state.
+    """
+
+    def __init__(self, figure: Any, *, description: str, dpi: int = 72) -> None:
+        self.figure = figure
+        self.description = description
+        self.dpi = dpi
+
+    def png(self) -> bytes:
+        """The figure as PNG bytes (no version metadata, so re-runs give equal bytes)."""
+        buffer = io.BytesIO()
+        self.figure.savefig(
+            buffer, format="png", dpi=self.dpi, bbox_inches="tight", metadata={"Software": None}
+        )
+        return buffer.getvalue()
+
+    def __repr__(self) -> str:
+        return f"[figure: {self.description}]"
+
+    def _repr_mimebundle_(self, include=None, exclude=None, **_) -> dict[str, Any]:
+        return {"image/png": self.png(), "text/plain": repr(self)}
+
+
+class Stack:
+    """Several display objects shown one after another as separate outputs (e.g. figure, table)."""
+
+    def __init__(self, *items: Any) -> None:
+        self.items = list(items)
+
+    def __repr__(self) -> str:
+        return "\n".join(repr(i) for i in self.items)
+
+    def _ipython_display_(self) -> None:
+        from IPython.display import display
+
+        for item in self.items:
+            display(item)

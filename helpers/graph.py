@@ -1,0 +1,410 @@
+"""The autograd graph behind tensors: computed as plain data, drawn with graphviz.
+
+`autograd_graph` walks `grad_fn.next_functions` from the given tensors and returns nodes and edges
+with deterministic ids (n0, n1, ... in the order they are first met), so the same code always gives
+the same DOT text. `show_graph` draws that data with torchviz's colours and a legend, and shows a
+plain-text rendering (plus what to install) when the `dot` program is missing.
+"""
+
+from __future__ import annotations
+
+import functools
+import shutil
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+import graphviz
+import torch
+
+__all__ = [
+    "AutogradGraph",
+    "GraphData",
+    "GraphEdge",
+    "GraphNode",
+    "autograd_graph",
+    "dot_available",
+    "missing_dot_message",
+    "show_graph",
+]
+
+SAVED_PREFIX = "_saved_"
+
+#: Fill colours, as in torchviz, plus the two kinds torchviz cannot show (freed, no graph).
+COLOURS = {
+    "output": "darkolivegreen1",
+    "function": "lightgrey",
+    "leaf": "lightblue",
+    "saved": "orange",
+    "freed": "white",
+    "view_base": "darkolivegreen3",
+}
+LEGEND = {
+    "output": "tensor you asked about",
+    "function": "backward function (grad_fn)",
+    "leaf": "leaf that requires grad: .grad is filled",
+    "saved": "tensor saved for backward",
+    "freed": "saved tensor, already freed",
+    "view_base": "base of a view",
+}
+
+
+@dataclass(frozen=True)
+class GraphNode:
+    """One node: a tensor (output, leaf, saved, view base) or a backward function."""
+
+    id: str
+    kind: str
+    label: str
+    shape: tuple[int, ...] | None = None
+
+
+@dataclass(frozen=True)
+class GraphEdge:
+    """An edge in forward direction (input to consumer); `style` is 'flow', 'saved' or 'view'."""
+
+    src: str
+    dst: str
+    style: str = "flow"
+
+
+@dataclass
+class GraphData:
+    """Nodes and edges of an autograd graph, with the ids of the root tensors."""
+
+    nodes: list[GraphNode] = field(default_factory=list)
+    edges: list[GraphEdge] = field(default_factory=list)
+    roots: list[str] = field(default_factory=list)
+    #: the torch objects behind each node id (tensors and grad_fn nodes), for tools that step
+    #: through the graph; not part of equality.
+    objects: dict[str, object] = field(default_factory=dict, compare=False, repr=False)
+
+    def node(self, node_id: str) -> GraphNode:
+        """The node with this id."""
+        for n in self.nodes:
+            if n.id == node_id:
+                return n
+        raise KeyError(f"no node {node_id!r} in this graph")
+
+    def kinds(self) -> dict[str, int]:
+        """How many nodes of each kind the graph has."""
+        counts: dict[str, int] = {}
+        for n in self.nodes:
+            counts[n.kind] = counts.get(n.kind, 0) + 1
+        return counts
+
+    def function_names(self) -> list[str]:
+        """Names of the backward functions, in the order they were met."""
+        return [n.label for n in self.nodes if n.kind == "function"]
+
+    def inputs_of(self, node_id: str) -> list[str]:
+        """Ids of the nodes with a flow edge into `node_id`."""
+        return [e.src for e in self.edges if e.dst == node_id and e.style == "flow"]
+
+
+def _shape_text(shape: Iterable[int]) -> str:
+    return "(" + ", ".join(str(s) for s in shape) + ")"
+
+
+def _name_map(params: object) -> dict[int, str]:
+    """Map id(tensor) -> name from a dict of tensors or an nn.Module."""
+    if params is None:
+        return {}
+    if isinstance(params, torch.nn.Module):
+        return {id(p): name for name, p in params.named_parameters()}
+    if isinstance(params, Mapping):
+        names: dict[int, str] = {}
+        for name, value in params.items():
+            if not isinstance(value, torch.Tensor):
+                raise TypeError(
+                    f"params[{name!r}] is a {type(value).__name__}, not a tensor; params names "
+                    "tensors in the graph, e.g. params=dict(model.named_parameters()) or "
+                    "params={'x': x, 'loss': loss}"
+                )
+            names[id(value)] = str(name)
+        return names
+    raise TypeError(
+        f"params must be a dict of name -> tensor or an nn.Module, got {type(params).__name__}; "
+        "e.g. show_graph(loss, params=model) or params={'w': w}"
+    )
+
+
+class _Builder:
+    def __init__(self, names: dict[int, str], show_saved: bool) -> None:
+        self.names = names
+        self.show_saved = show_saved
+        self.data = GraphData()
+        self._ids: dict[int, str] = {}
+        self._keep: list[object] = []  # keeps every visited object alive, so ids stay unique
+
+    def id_of(self, obj: object) -> str:
+        key = id(obj)
+        if key not in self._ids:
+            self._ids[key] = f"n{len(self._ids)}"
+            self._keep.append(obj)
+        return self._ids[key]
+
+    def add_node(self, obj: object, kind: str, label: str, shape=None) -> str:
+        node_id = self.id_of(obj)
+        if node_id not in self.data.objects:
+            self.data.objects[node_id] = obj
+            self.data.nodes.append(GraphNode(node_id, kind, label, shape))
+        return node_id
+
+    def tensor_label(self, t: torch.Tensor, name: str | None = None) -> str:
+        shown = self.names.get(id(t), "")
+        if name:
+            shown = f"{name} = {shown}" if shown else name
+        return f"{shown}\n{_shape_text(t.shape)}" if shown else _shape_text(t.shape)
+
+    def add_root(self, t: torch.Tensor) -> None:
+        if id(t) in self._ids:
+            return
+        label = self.tensor_label(t)
+        if t.grad_fn is None:
+            note = "leaf, requires_grad" if t.requires_grad else "no graph: requires_grad=False"
+            label = f"{label}\n[{note}]"
+        root = self.add_node(t, "output", label, tuple(t.shape))
+        self.data.roots.append(root)
+        if t.grad_fn is not None:
+            self.add_function_tree(t.grad_fn)
+            self.data.edges.append(GraphEdge(self.id_of(t.grad_fn), root))
+        if t._is_view() and t._base is not None:
+            self.add_view_base(t._base, root)
+
+    def add_view_base(self, base: torch.Tensor, view_id: str) -> None:
+        known = id(base) in self._ids
+        base_id = self.add_node(base, "view_base", self.tensor_label(base), tuple(base.shape))
+        self.data.edges.append(GraphEdge(base_id, view_id, "view"))
+        if not known and base.grad_fn is not None:
+            self.add_function_tree(base.grad_fn)
+            self.data.edges.append(GraphEdge(self.id_of(base.grad_fn), base_id))
+
+    def add_function_tree(self, root_fn: object) -> None:
+        # Iterative depth-first walk: long chains must not hit Python's recursion limit.
+        stack = [root_fn]
+        done: set[int] = set()
+        while stack:
+            fn = stack.pop()
+            if id(fn) in done:
+                continue
+            done.add(id(fn))
+            fn_id = self.add_node(fn, "function", type(fn).__name__)
+            if self.show_saved:
+                self.add_saved(fn, fn_id)
+            variable = getattr(fn, "variable", None)
+            if isinstance(variable, torch.Tensor):
+                var_id = self.add_node(
+                    variable, "leaf", self.tensor_label(variable), tuple(variable.shape)
+                )
+                self.data.edges.append(GraphEdge(var_id, fn_id))
+            children = [u for u, _ in getattr(fn, "next_functions", ()) if u is not None]
+            for child in children:
+                self.data.edges.append(GraphEdge(self.id_of(child), fn_id))
+            stack.extend(reversed(children))
+
+    def add_saved(self, fn: object, fn_id: str) -> None:
+        for attr in sorted(a for a in dir(fn) if a.startswith(SAVED_PREFIX)):
+            name = attr[len(SAVED_PREFIX) :]
+            try:
+                value = getattr(fn, attr)
+            except RuntimeError:  # freed by a backward() without retain_graph
+                marker = ("freed", fn_id, name)
+                node_id = self.add_node(marker, "freed", f"{name}\n[freed]")
+                self.data.edges.append(GraphEdge(fn_id, node_id, "saved"))
+                continue
+            items = [(name, value)] if isinstance(value, torch.Tensor) else []
+            if isinstance(value, tuple):
+                items = [(f"{name}[{i}]", v) for i, v in enumerate(value)]
+            for item_name, tensor in items:
+                if isinstance(tensor, torch.Tensor):
+                    marker = ("saved", fn_id, item_name)  # one node per saved slot
+                    self._keep.append(tensor)
+                    node_id = self.add_node(
+                        marker, "saved", self.tensor_label(tensor, item_name), tuple(tensor.shape)
+                    )
+                    self.data.objects[node_id] = tensor
+                    self.data.edges.append(GraphEdge(fn_id, node_id, "saved"))
+
+
+def _check_roots(roots: tuple[object, ...], func: str) -> list[torch.Tensor]:
+    if not roots:
+        raise TypeError(f"{func}() needs at least one tensor, e.g. {func}(loss)")
+    flat: list[object] = []
+    for r in roots:
+        flat.extend(r if isinstance(r, (tuple, list)) else [r])
+    for i, r in enumerate(flat, start=1):
+        if not isinstance(r, torch.Tensor):
+            shown = repr(r)
+            shown = shown if len(shown) <= 40 else shown[:37] + "..."
+            raise TypeError(
+                f"{func}() expects tensors; argument {i} is a {type(r).__name__} ({shown}). "
+                f"Pass the tensor whose graph you want, e.g. {func}(loss)"
+            )
+    return flat  # type: ignore[return-value]
+
+
+def autograd_graph(
+    *roots: torch.Tensor, params: object = None, show_saved: bool = False
+) -> GraphData:
+    """The autograd graph of `roots` as nodes and edges with deterministic ids."""
+    tensors = _check_roots(roots, "autograd_graph")
+    builder = _Builder(_name_map(params), show_saved)
+    for t in tensors:
+        builder.add_root(t)
+    builder.data.nodes.sort(key=lambda n: int(n.id[1:]))  # n0, n1, ...: the DOT text reads in order
+    return builder.data
+
+
+@functools.cache
+def dot_available() -> bool:
+    """True when graphviz's `dot` program is on PATH (needed to draw pictures)."""
+    return shutil.which("dot") is not None
+
+
+def missing_dot_message() -> str:
+    """What to install when `dot` is missing."""
+    return (
+        "Graph picture unavailable: graphviz's `dot` program is not installed, so here is the "
+        "graph as text.\nInstall it, then restart the kernel:\n"
+        "  Debian/Ubuntu: sudo apt-get install graphviz\n"
+        "  macOS:         brew install graphviz\n"
+        "  conda:         conda install -c conda-forge python-graphviz"
+    )
+
+
+def graph_text(data: GraphData) -> str:
+    """A stable, indented text rendering of the graph, from each root down to the leaves."""
+    lines = [
+        f"autograd graph: {len(data.nodes)} nodes, {len(data.edges)} edges "
+        + "("
+        + ", ".join(f"{v} {k}" for k, v in sorted(data.kinds().items()))
+        + ")"
+    ]
+    children: dict[str, list[tuple[str, str]]] = {}
+    for e in data.edges:
+        if e.style == "saved":
+            children.setdefault(e.src, []).append((e.dst, "saved "))
+        else:
+            children.setdefault(e.dst, []).append((e.src, "view of " if e.style == "view" else ""))
+    labels = {n.id: (n.label.replace("\n", " "), n.kind) for n in data.nodes}
+    shown: set[str] = set()
+
+    def walk(node_id: str, prefix: str, branch: str, how: str) -> None:
+        label, kind = labels[node_id]
+        again = node_id in shown and bool(children.get(node_id))
+        tail = "  (see above)" if again else ""
+        lines.append(f"{prefix}{branch}{how}{label}  <{kind}>{tail}")
+        if again:
+            return
+        shown.add(node_id)
+        kids = children.get(node_id, [])
+        extend = prefix + ("    " if branch in ("", "└── ") else "│   ")
+        for i, (kid, kid_how) in enumerate(kids):
+            walk(
+                kid, extend if branch else prefix, "└── " if i == len(kids) - 1 else "├── ", kid_how
+            )
+
+    for root in data.roots:
+        walk(root, "", "", "")
+    return "\n".join(lines)
+
+
+class AutogradGraph(graphviz.Digraph):
+    """A graphviz Digraph of an autograd graph that knows its data and its text form.
+
+    Displays as SVG in Jupyter (with a stable text/plain form beside it), or as text plus install
+    instructions when `dot` is missing.
+    """
+
+    def __init__(
+        self,
+        data: GraphData,
+        *,
+        legend: bool = True,
+        title: str | None = None,
+        highlight: Iterable[str] = (),
+        dimmed: Iterable[str] = (),
+    ) -> None:
+        super().__init__(
+            name="autograd_graph",
+            node_attr={
+                "style": "filled",
+                "shape": "box",
+                "fontsize": "10",
+                "height": "0.2",
+                "fontname": "monospace",
+            },
+            graph_attr={
+                "ranksep": "0.25",
+                "nodesep": "0.2",
+                "fontname": "sans-serif",
+            },
+        )
+        self.data = data
+        highlight, dimmed = set(highlight), set(dimmed)
+        if title:
+            self.attr(label=title, labelloc="t", fontsize="12")
+        for n in data.nodes:
+            attrs = {"fillcolor": COLOURS[n.kind]}
+            if n.kind == "freed":
+                attrs["style"] = "dashed"
+                attrs["fontcolor"] = "grey40"
+            if n.id in highlight:
+                attrs["penwidth"] = "3"
+                attrs["color"] = "red"
+            if n.id in dimmed:
+                attrs["style"] = "filled,dashed"
+                attrs["fontcolor"] = "grey50"
+            self.node(n.id, n.label, **attrs)
+        for e in data.edges:
+            if e.style == "saved":
+                self.edge(e.src, e.dst, dir="none", color="darkorange")
+            elif e.style == "view":
+                self.edge(e.src, e.dst, style="dotted")
+            else:
+                self.edge(e.src, e.dst)
+        if legend:
+            self._add_legend()
+
+    def _add_legend(self) -> None:
+        # One compact node holding a small table: a colour swatch and a description per kind.
+        kinds = [k for k in LEGEND if k in self.data.kinds()]
+        rows = ""
+        for kind in kinds:
+            dashed = ' STYLE="dashed"' if kind == "freed" else ""
+            rows += (
+                f'<TR><TD BGCOLOR="{COLOURS[kind]}" WIDTH="14"{dashed}></TD>'
+                f'<TD ALIGN="LEFT" BORDER="0">{LEGEND[kind]}</TD></TR>'
+            )
+        table = f'<<TABLE BORDER="0" CELLBORDER="1" CELLSPACING="2" CELLPADDING="2">{rows}</TABLE>>'
+        self.node("legend", table, shape="plaintext", style="", fontsize="9")
+
+    def text(self) -> str:
+        """The graph as indented text (what nbval compares, and the fallback without `dot`)."""
+        return graph_text(self.data)
+
+    def __repr__(self) -> str:
+        return self.text()
+
+    def _repr_mimebundle_(self, include=None, exclude=None, **_) -> dict[str, str]:
+        if not dot_available():
+            return {"text/plain": missing_dot_message() + "\n\n" + self.text()}
+        try:
+            svg = self.pipe(format="svg", encoding="utf-8")
+        except (graphviz.ExecutableNotFound, graphviz.CalledProcessError) as err:
+            first = str(err).splitlines()[0] if str(err) else type(err).__name__
+            return {"text/plain": f"Graph picture failed ({first}); as text:\n\n{self.text()}"}
+        return {"image/svg+xml": svg, "text/plain": self.text()}
+
+
+def show_graph(
+    *roots: torch.Tensor,
+    params: object = None,
+    show_saved: bool = False,
+    legend: bool = True,
+    title: str | None = None,
+) -> AutogradGraph:
+    """Draw the autograd graph of one or more tensors (names from `params`: a dict or a module)."""
+    return AutogradGraph(
+        autograd_graph(*roots, params=params, show_saved=show_saved), legend=legend, title=title
+    )

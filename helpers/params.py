@@ -1,0 +1,198 @@
+"""Parameter snapshots and what changed between two of them, as numbers, a table and heatmaps."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+import torch
+
+from helpers.display import Figure, Stack, Table
+
+__all__ = [
+    "ParamChange",
+    "ParamDiff",
+    "ParamDiffReport",
+    "param_diff",
+    "show_param_diff",
+    "snapshot",
+]
+
+DIFF_COLUMNS = ["parameter", "shape", "changed", "elements changed", "max |Δ|", "norm of Δ"]
+
+
+def named_tensors(obj: object, argument: str) -> dict[str, torch.Tensor]:
+    """Name -> tensor from a module, a dict, or an iterable of tensors or (name, tensor) pairs."""
+    if obj is None:
+        raise TypeError(
+            f"{argument} is None; pass a model (nn.Module), a dict of name -> tensor, "
+            "or model.named_parameters()"
+        )
+    if isinstance(obj, torch.nn.Module):
+        result = dict(obj.named_parameters())
+    elif isinstance(obj, Mapping):
+        result = dict(obj)
+    elif isinstance(obj, torch.Tensor):
+        result = {"tensor": obj}
+    elif isinstance(obj, Iterable) and not isinstance(obj, (str, bytes)):
+        items = list(obj)
+        if all(isinstance(i, tuple) and len(i) == 2 for i in items):
+            result = {str(k): v for k, v in items}
+        else:
+            result = {str(i): v for i, v in enumerate(items)}
+    else:
+        raise TypeError(
+            f"{argument} is a {type(obj).__name__}; pass a model (nn.Module), a dict of "
+            "name -> tensor, or model.named_parameters()"
+        )
+    for name, value in result.items():
+        if not isinstance(value, torch.Tensor):
+            raise TypeError(f"{argument}[{name!r}] is a {type(value).__name__}, not a tensor")
+    if not result:
+        raise ValueError(f"{argument} has no parameters to compare")
+    return result
+
+
+def snapshot(model_or_params: object) -> dict[str, torch.Tensor]:
+    """Detached copies of a model's parameters (or of named tensors), to compare with later."""
+    return {
+        name: t.detach().clone() for name, t in named_tensors(model_or_params, "snapshot()").items()
+    }
+
+
+@dataclass(frozen=True)
+class ParamChange:
+    """How one parameter changed."""
+
+    name: str
+    shape: tuple[int, ...]
+    numel: int
+    n_changed: int
+    max_abs: float
+    norm: float
+    delta: torch.Tensor
+
+    @property
+    def changed(self) -> bool:
+        """Whether any element changed."""
+        return self.n_changed > 0
+
+
+class ParamDiff(Table):
+    """Per-parameter changes between two snapshots, as a table."""
+
+    def __init__(self, changes: list[ParamChange], title: str | None = None) -> None:
+        self.changes = changes
+        rows = [
+            {
+                "parameter": c.name,
+                "shape": "[" + ", ".join(str(s) for s in c.shape) + "]",
+                "changed": c.changed,
+                "elements changed": f"{c.n_changed} / {c.numel}",
+                "max |Δ|": float(f"{c.max_abs:.3g}"),
+                "norm of Δ": float(f"{c.norm:.3g}"),
+            }
+            for c in changes
+        ]
+        super().__init__(DIFF_COLUMNS, rows, title=title)
+
+    @property
+    def changed(self) -> list[str]:
+        """Names of the parameters that changed."""
+        return [c.name for c in self.changes if c.changed]
+
+    @property
+    def unchanged(self) -> list[str]:
+        """Names of the parameters that did not change."""
+        return [c.name for c in self.changes if not c.changed]
+
+    def __getitem__(self, name: str) -> ParamChange:
+        for c in self.changes:
+            if c.name == name:
+                return c
+        raise KeyError(
+            f"no parameter {name!r}; parameters are: {', '.join(self.column('parameter'))}"
+        )
+
+
+def param_diff(before: object, after: object, title: str | None = None) -> ParamDiff:
+    """Compare two snapshots (or a snapshot and a live model) parameter by parameter."""
+    old = named_tensors(before, "before")
+    new = named_tensors(after, "after")
+    if old.keys() != new.keys():
+        missing = sorted(old.keys() - new.keys())
+        extra = sorted(new.keys() - old.keys())
+        raise ValueError(
+            "before and after name different parameters "
+            f"(only in before: {missing or 'none'}; only in after: {extra or 'none'}). "
+            "Take the snapshot of the same model you compare with."
+        )
+    changes = []
+    for name, a in old.items():
+        b = new[name]
+        if a.shape != b.shape:
+            raise ValueError(
+                f"parameter {name!r} has shape {list(a.shape)} before but {list(b.shape)} after"
+            )
+        delta = b.detach().to(torch.float64) - a.detach().to(torch.float64)
+        changes.append(
+            ParamChange(
+                name=name,
+                shape=tuple(a.shape),
+                numel=a.numel(),
+                n_changed=int((delta != 0).sum()),
+                max_abs=float(delta.abs().max()) if delta.numel() else 0.0,
+                norm=float(delta.norm()),
+                delta=delta,
+            )
+        )
+    return ParamDiff(changes, title=title)
+
+
+def _as_matrix(delta: torch.Tensor) -> torch.Tensor:
+    if delta.dim() == 0:
+        return delta.reshape(1, 1)
+    if delta.dim() == 1:
+        return delta.reshape(1, -1)
+    return delta.reshape(delta.shape[0], -1)
+
+
+def diff_figure(diff: ParamDiff, title: str | None = None, columns: int = 4) -> Figure:
+    """Heatmaps of Δ per parameter on one shared, symmetric colour scale (white = unchanged)."""
+    from matplotlib.colors import Normalize
+    from matplotlib.figure import Figure as MplFigure
+
+    changes = diff.changes
+    columns = max(1, min(columns, len(changes)))
+    rows = math.ceil(len(changes) / columns)
+    fig = MplFigure(figsize=(2.6 * columns + 0.8, 1.9 * rows + 0.5), layout="constrained")
+    largest = max((c.max_abs for c in changes), default=0.0) or 1.0
+    norm = Normalize(vmin=-largest, vmax=largest)
+    axes = fig.subplots(rows, columns, squeeze=False)
+    image = None
+    for ax, change in zip(axes.flat, changes, strict=False):
+        image = ax.imshow(_as_matrix(change.delta).numpy(), cmap="RdBu_r", norm=norm, aspect="auto")
+        ax.set_title(f"{change.name}\n{change.n_changed}/{change.numel} changed", fontsize=8)
+        ax.set_xticks([])
+        ax.set_yticks([])
+    for ax in list(axes.flat)[len(changes) :]:
+        ax.set_visible(False)
+    if image is not None:
+        fig.colorbar(image, ax=axes, shrink=0.8, label="Δ = after − before")
+    fig.suptitle(title or "Parameter change (white: unchanged)", fontsize=10)
+    names = ", ".join(diff.changed) or "none"
+    return Figure(fig, description=f"Δ heatmaps; changed: {names}")
+
+
+class ParamDiffReport(Stack):
+    """Heatmaps and table of a ParamDiff, shown as two outputs; `.diff` holds the numbers."""
+
+    def __init__(self, diff: ParamDiff, title: str | None = None) -> None:
+        super().__init__(diff_figure(diff, title=title), diff)
+        self.diff = diff
+
+
+def show_param_diff(before: object, after: object, title: str | None = None) -> ParamDiffReport:
+    """Show what changed: heatmaps of Δ (shared colour scale) and the per-parameter table."""
+    return ParamDiffReport(param_diff(before, after, title=title), title=title)

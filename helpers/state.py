@@ -1,0 +1,85 @@
+"""The autograd state of named tensors as a table: flags, grad_fn, .grad, version, storage."""
+
+from __future__ import annotations
+
+import warnings
+
+import torch
+
+from helpers.display import Table
+
+__all__ = ["STATE_COLUMNS", "describe_grad", "tensor_state"]
+
+STATE_COLUMNS = [
+    "tensor",
+    "shape",
+    "requires_grad",
+    "is_leaf",
+    "grad_fn",
+    "grad",
+    "retains_grad",
+    "version",
+    "shares storage with",
+]
+
+
+def _shape(t: torch.Tensor) -> str:
+    return "scalar" if t.dim() == 0 else "[" + ", ".join(str(s) for s in t.shape) + "]"
+
+
+def describe_grad(grad: torch.Tensor | None, max_values: int = 6) -> str:
+    """'None', the values of a small gradient (4 significant digits), or its shape and norm."""
+    if grad is None:
+        return "None"
+    if grad.numel() <= max_values:
+        values = grad.detach().reshape(-1).tolist()
+        return "[" + ", ".join(format(v, ".4g") for v in values) + "]"
+    norm = float(grad.detach().double().norm())
+    return f"{_shape(grad)}, norm {norm:.4g}"
+
+
+def _read_grad(t: torch.Tensor) -> torch.Tensor | None:
+    # Reading .grad of a non-leaf warns; the table reports it without the warning.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        return t.grad
+
+
+def _storage_key(t: torch.Tensor) -> int | None:
+    if t.is_sparse or t.numel() == 0:
+        return None
+    return t.untyped_storage().data_ptr()
+
+
+def tensor_state(**named_tensors: torch.Tensor) -> Table:
+    """A table of each tensor's autograd state, e.g. tensor_state(x=x, w=w, loss=loss)."""
+    if not named_tensors:
+        raise TypeError("tensor_state() needs named tensors, e.g. tensor_state(x=x, loss=loss)")
+    for name, t in named_tensors.items():
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(
+                f"tensor_state(): {name}= is a {type(t).__name__}, not a tensor; "
+                f"pass tensors by name, e.g. tensor_state({name}=my_tensor)"
+            )
+    keys = {name: _storage_key(t) for name, t in named_tensors.items()}
+    rows = []
+    for name, t in named_tensors.items():
+        sharing = [
+            other
+            for other, key in keys.items()
+            if other != name and key is not None and key == keys[name]
+        ]
+        rows.append(
+            {
+                "tensor": name,
+                "shape": _shape(t),
+                "requires_grad": t.requires_grad,
+                "is_leaf": t.is_leaf,
+                "grad_fn": None if t.grad_fn is None else type(t.grad_fn).__name__,
+                "grad": describe_grad(_read_grad(t)),
+                "retains_grad": t.retains_grad,
+                "version": t._version,
+                "shares storage with": ", ".join(sharing) or "-",
+            }
+        )
+    return Table(STATE_COLUMNS, rows)

@@ -1,0 +1,82 @@
+"""`make lab` serves the course on 127.0.0.1 and only with its token."""
+
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def status(url: str) -> int:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return response.status
+    except urllib.error.HTTPError as err:
+        return err.code
+
+
+@pytest.fixture
+def lab(tmp_path):
+    port, token = free_port(), secrets.token_hex(8)
+    env = dict(
+        os.environ,
+        JUPYTER_TOKEN=token,
+        JUPYTER_CONFIG_DIR=str(tmp_path / "config"),
+        JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"),
+        JUPYTERLAB_WORKSPACES_DIR=str(tmp_path / "workspaces"),
+    )
+    log = tmp_path / "lab.log"
+    with log.open("wb") as sink:
+        proc = subprocess.Popen(
+            ["make", "-s", "lab", f"PORT={port}", "LAB_ARGS=--no-browser"],
+            cwd=ROOT,
+            env=env,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                pytest.fail(f"make lab exited early: {log.read_text()[-2000:]}")
+            try:
+                if status(f"{base}/api/status?token={token}") == 200:
+                    break
+            except OSError:
+                time.sleep(0.5)
+        else:
+            pytest.fail("JupyterLab did not answer within 90 s")
+        yield base, token
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def test_lab_answers_with_token_and_refuses_without(lab):
+    base, token = lab
+    assert status(f"{base}/api/status?token={token}") == 200
+    assert status(f"{base}/api/status") == 403
+    assert (
+        status(f"{base}/api/contents/00_start_here.ipynb?token={token}") == 200
+    )  # serves notebooks/
+    assert status(f"{base}/lab?token={token}") == 200

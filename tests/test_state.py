@@ -1,0 +1,61 @@
+"""helpers.state: the table reads live tensors."""
+
+import warnings
+
+import pytest
+import torch
+
+from helpers.state import describe_grad, tensor_state
+
+
+def test_flags_and_grad_fn_are_read_from_tensors():
+    x = torch.tensor([1.0, 2.0])
+    w = torch.tensor([3.0, 4.0], requires_grad=True)
+    y = (w * x).sum()
+    table = tensor_state(x=x, w=w, y=y)
+    assert table.row("x")["requires_grad"] is False and table.row("x")["is_leaf"] is True
+    assert table.row("w")["requires_grad"] is True and table.row("w")["grad"] == "None"
+    assert table.row("y")["grad_fn"] == "SumBackward0" and table.row("y")["is_leaf"] is False
+    y.backward()
+    assert tensor_state(w=w).row("w")["grad"] == "[1, 2]"
+
+
+def test_reading_grad_of_a_non_leaf_does_not_warn():
+    w = torch.ones(2, requires_grad=True)
+    h = w * 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert tensor_state(h=h).row("h")["grad"] == "None"
+
+
+def test_shared_storage_and_version_counter():
+    a = torch.zeros(4)
+    b = a.detach()
+    c = a.clone()
+    b.add_(1)
+    table = tensor_state(a=a, b=b, c=c)
+    assert table.row("a")["shares storage with"] == "b"
+    assert table.row("c")["shares storage with"] == "-"
+    assert table.row("a")["version"] == 1  # detach() shares the version counter too
+
+
+def test_large_grad_is_summarised():
+    assert describe_grad(torch.ones(10, 10)) == "[10, 10], norm 10"
+    assert describe_grad(None) == "None"
+
+
+def test_plain_text_and_html_forms():
+    table = tensor_state(x=torch.ones(2))
+    assert "requires_grad" in repr(table).splitlines()[0]
+    assert "<table" in table._repr_html_()
+
+
+@pytest.mark.parametrize("bad", [None, 3, [1.0], "x"])
+def test_non_tensors_are_rejected_by_name(bad):
+    with pytest.raises(TypeError, match="x= is a"):
+        tensor_state(x=bad)
+
+
+def test_needs_at_least_one_tensor():
+    with pytest.raises(TypeError, match="needs named tensors"):
+        tensor_state()
