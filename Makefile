@@ -10,11 +10,11 @@ NB ?= notebooks/*.ipynb
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg
 
-.PHONY: install lab test lint unit notebooks run-all execute bench lock clean
+.PHONY: install lab test lint unit notebooks execute bench lock clean browser-deps
 
 # Create/refresh .venv from the pins; a no-op when pyproject.toml and constraints.txt are unchanged.
 install: $(STAMP)
-	@.ci/system-packages --browser
+	@.ci/system-packages
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -29,6 +29,12 @@ lab: install
 
 # Everything: lint, unit tests, strict nbval of the committed outputs, and a Run-All pass.
 test: install lint unit notebooks
+	@echo "make test: all checks passed"
+
+# The browser tests also need chromium (installed here when missing; skipped with a note if not).
+unit: browser-deps
+browser-deps:
+	@.ci/system-packages --browser
 
 lint: $(STAMP)
 	$(BIN)/ruff check helpers tests notebooks conftest.py

@@ -1,0 +1,1 @@
+"""Exercise checkers, one module per notebook: each says what is wrong, not just "False"."""
