@@ -1,8 +1,8 @@
 """Split learning with three models: the first post's program, as functions both notebooks share.
 
-Model 1 (embedding + linear) belongs to the "client" that holds the input; model 2 is a middle party;
-model 3 (linear + loss) holds the labels. Forward passes activations across each cut, backward passes
-gradients back: `loss.backward()`, then `f2.backward(ff2.grad)`, then `f1.backward(ff1.grad)`.
+Model 1 (embedding + linear) belongs to the "client" that holds the input; model 2 to a middle
+party; model 3 (linear + loss) to the label holder. Forward passes activations across each cut,
+backward passes gradients back: `loss.backward()`, then `f2.backward(ff2.grad)`, then `f1.backward(ff1.grad)`.
 """
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ import torch
 from torch import nn
 
 __all__ = [
+    "MLP1",
+    "MLP2L",
     "POST_INPUT",
     "POST_LABEL",
     "POST_SEED",
-    "MLP1",
-    "MLP2L",
     "MLPem0",
     "SplitModels",
     "SplitResult",
@@ -92,7 +92,9 @@ class SplitModels:
         }
 
 
-def build_models(seed: int = POST_SEED, dims: tuple[int, int, int, int] = (10, 6, 6, 3)) -> SplitModels:
+def build_models(
+    seed: int = POST_SEED, dims: tuple[int, int, int, int] = (10, 6, 6, 3)
+) -> SplitModels:
     """The post's three models, created in the post's order right after `torch.manual_seed(seed)`.
 
     `dims` is (vocabulary, embedding/model width, model 2 width, classes). Model 2's input is model
