@@ -2,7 +2,8 @@
 
 Model 1 (embedding + linear) belongs to the "client" that holds the input; model 2 to a middle
 party; model 3 (linear + loss) to the label holder. Forward passes activations across each cut,
-backward passes gradients back: `loss.backward()`, then `f2.backward(ff2.grad)`, then `f1.backward(ff1.grad)`.
+backward passes gradients back: `loss.backward()`, then `f2.backward(ff2.grad)`, then
+`f1.backward(ff1.grad)`.
 """
 
 from __future__ import annotations
