@@ -68,10 +68,11 @@ def setup_cell_source() -> str:
     return f'''# Colab only: install what Colab lacks (torchviz, the course's helpers; never torch).
 # Elsewhere this cell does nothing.
 # ({GENERATED})
+import importlib.util
 import os
 import sys
 
-if "google.colab" in sys.modules:
+if "google.colab" in sys.modules and importlib.util.find_spec("helpers") is None:
     import subprocess
 
     source = os.environ.get(

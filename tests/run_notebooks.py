@@ -1,0 +1,69 @@
+"""Run notebooks top to bottom in fresh kernels and report what happened, as JSON on stdout.
+
+    python tests/run_notebooks.py [--fake-colab] [--shuffle SEED] NOTEBOOK ...
+
+Used by the fault and Colab-emulation tests, which run it in a changed environment (no `dot` on
+PATH, no network, a Colab-like virtual environment). Needs only nbclient and nbformat.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+from pathlib import Path
+
+FAKE_COLAB = (
+    "import sys, types\n"
+    "sys.modules['google'] = types.ModuleType('google')\n"
+    "sys.modules['google.colab'] = types.ModuleType('google.colab')"
+)
+
+
+def run(path: Path, fake_colab: bool) -> dict:
+    """Execute one notebook; return its name, error (or None) and all text it showed."""
+    import nbformat
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
+    from nbformat.v4 import new_code_cell
+
+    nb = nbformat.read(path, as_version=4)
+    if fake_colab:
+        nb.cells.insert(0, new_code_cell(FAKE_COLAB))
+    client = NotebookClient(
+        nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
+    )
+    error = None
+    try:
+        client.execute()
+    except CellExecutionError as err:
+        error = str(err)[-3000:]
+    texts, stderr = [], []
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            if out.get("name") == "stderr":
+                stderr.append(out.get("text", ""))
+            texts.append(out.get("text", "") + str(out.get("data", {}).get("text/plain", "")))
+    return {"notebook": path.name, "error": error, "stderr": stderr, "text": "\n".join(texts)}
+
+
+def main() -> int:
+    """Command line."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("notebooks", nargs="+", type=Path)
+    parser.add_argument("--fake-colab", action="store_true")
+    parser.add_argument(
+        "--shuffle", type=int, default=None, help="shuffle the order with this seed"
+    )
+    args = parser.parse_args()
+    order = list(args.notebooks)
+    if args.shuffle is not None:
+        random.Random(args.shuffle).shuffle(order)
+    results = [run(p.resolve(), args.fake_colab) for p in order]
+    json.dump(results, sys.stdout)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

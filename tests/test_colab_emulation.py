@@ -1,0 +1,108 @@
+"""Colab, emulated: a fresh virtual environment with Colab's relevant packages (ipywidgets 7.7,
+no torchviz, no helpers, this machine's torch), where each notebook's first cell must install what
+is missing (pointed at this checkout instead of the repository) and then run top to bottom.
+"""
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+import pytest
+
+from tests.notebook_files import NOTEBOOKS
+
+ROOT = Path(__file__).resolve().parent.parent
+# What Colab ships that matters here (googlecolab/backend-info, 2026-08): ipywidgets 7.7.1,
+# ipykernel 6.17.1, matplotlib 3.10.0, graphviz 0.21 and the dot program; no torchviz. Colab's torch
+# is 2.11; the machine's pinned torch stands in for it (an unpinned torch would pull CUDA builds).
+COLAB_PACKAGES = [
+    "torch==2.13.0",
+    "ipywidgets==7.7.1",
+    "ipykernel==6.17.1",
+    "matplotlib==3.10.0",
+    "graphviz==0.21",
+    "numpy",
+    "nbclient",
+    "nbformat",
+]
+
+
+def colab_like_venv() -> Path:
+    """A cached virtual environment with COLAB_PACKAGES (rebuilt when the list changes)."""
+    key = hashlib.sha256(" ".join(COLAB_PACKAGES).encode()).hexdigest()[:10]
+    home = ROOT / ".artifacts" / f"colab-venv-{key}"
+    python = home / "bin" / "python"
+    if not (home / ".ready").exists():
+        venv.create(home, with_pip=True, clear=True)
+        subprocess.run(
+            [
+                str(python),
+                "-m",
+                "pip",
+                "install",
+                "-q",
+                "--disable-pip-version-check",
+                *COLAB_PACKAGES,
+            ],
+            check=True,
+            timeout=900,
+        )
+        (home / ".ready").touch()
+    # Each run starts like a new Colab runtime: without the course's packages.
+    subprocess.run(
+        [
+            str(python),
+            "-m",
+            "pip",
+            "uninstall",
+            "-q",
+            "-y",
+            "torchviz",
+            "autograd-notebooks-helpers",
+        ],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    return python
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="uses a POSIX virtual environment layout")
+def test_every_notebook_installs_what_colab_lacks_and_runs():
+    python = colab_like_venv()
+    missing = subprocess.run(
+        [str(python), "-c", "import torchviz"], capture_output=True, check=False, timeout=60
+    )
+    assert missing.returncode != 0, "the Colab-like environment must start without torchviz"
+    env = dict(os.environ, AUTOGRAD_HELPERS_SOURCE=str(ROOT))
+    done = subprocess.run(
+        [
+            str(python),
+            str(ROOT / "tests" / "run_notebooks.py"),
+            "--fake-colab",
+            *map(str, NOTEBOOKS),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        env=env,
+        cwd=ROOT,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = json.loads(done.stdout)
+    for r in results:
+        assert r["error"] is None, f"{r['notebook']} failed in the Colab emulation:\n{r['error']}"
+    assert "Running on Google Colab" in results[0]["text"]
+    versions = subprocess.run(
+        [str(python), "-c", "import ipywidgets, torchviz, helpers; print(ipywidgets.__version__)"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    assert versions.stdout.strip() == "7.7.1"

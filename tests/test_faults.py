@@ -1,0 +1,69 @@
+"""What real learners' machines do to the course: no `dot`, no network, any notebook order."""
+
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.notebook_files import NOTEBOOKS
+
+ROOT = Path(__file__).resolve().parent.parent
+RUNNER = ROOT / "tests" / "run_notebooks.py"
+VENV_BIN = str(Path(sys.executable).parent)
+
+
+def isolation_available() -> bool:
+    """True when this process may run a command in a fresh network namespace (root on Linux)."""
+    if not shutil.which("unshare") or not shutil.which("ip"):
+        return False
+    probe = subprocess.run(
+        ["unshare", "-n", "true"], capture_output=True, text=True, timeout=30, check=False
+    )
+    return probe.returncode == 0
+
+
+def offline_command(command: list[str], path: str) -> list[str]:
+    """`command` in a new network namespace with only loopback up, and PATH set to `path`."""
+    script = f'{shutil.which("ip")} link set lo up && exec /usr/bin/env PATH="$0" "$@"'
+    return [shutil.which("unshare"), "-n", "/bin/sh", "-c", script, path, *command]
+
+
+def test_network_isolation_is_available_in_ci():
+    if os.environ.get("CI") != "true":
+        pytest.skip("only required in CI, which runs as root")
+    assert isolation_available(), "CI must be able to run the offline notebook pass (unshare -n)"
+
+
+def test_notebooks_run_without_dot_offline_in_shuffled_order(capsys):
+    assert shutil.which("dot", path=VENV_BIN) is None
+    seed = int(os.environ.get("SHUFFLE_SEED", random.randrange(10_000)))
+    command = [sys.executable, str(RUNNER), "--shuffle", str(seed), *map(str, NOTEBOOKS)]
+    offline = isolation_available()
+    if offline:
+        command = offline_command(
+            [sys.executable, "-c", "print(open('/proc/net/route').read())"], VENV_BIN
+        )
+        routes = subprocess.run(command, capture_output=True, text=True, timeout=60, check=True)
+        assert len(routes.stdout.strip().splitlines()) <= 1, "the namespace still has routes"
+        command = offline_command(
+            [sys.executable, str(RUNNER), "--shuffle", str(seed), *map(str, NOTEBOOKS)], VENV_BIN
+        )
+    env = dict(os.environ, PATH=VENV_BIN)
+    done = subprocess.run(
+        command, capture_output=True, text=True, timeout=900, env=env, cwd=ROOT, check=False
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = json.loads(done.stdout)
+    with capsys.disabled():
+        order = ", ".join(r["notebook"][:2] for r in results)
+        print(f"\n  offline={offline} shuffle seed={seed} order: {order}")
+    for r in results:
+        assert r["error"] is None, f"{r['notebook']} failed without dot/offline:\n{r['error']}"
+        assert not r["stderr"], f"{r['notebook']} wrote to stderr: {r['stderr']}"
+    assert any("`dot` program is not installed" in r["text"] for r in results)
+    assert [r["notebook"] for r in results] != [] and len(results) == len(NOTEBOOKS)
