@@ -28,6 +28,8 @@ __all__ = [
 ]
 
 SAVED_PREFIX = "_saved_"
+MAX_TEXT_LINES = 120
+MAX_TEXT_DEPTH = 24
 
 #: Fill colours, as in torchviz, plus the two kinds torchviz cannot show (freed, no graph).
 COLOURS = {
@@ -135,6 +137,7 @@ class _Builder:
         self.data = GraphData()
         self._ids: dict[int, str] = {}
         self._keep: list[object] = []  # keeps every visited object alive, so ids stay unique
+        self._walked: set[int] = set()  # backward functions already expanded, across all roots
 
     def id_of(self, obj: object) -> str:
         key = id(obj)
@@ -182,12 +185,11 @@ class _Builder:
     def add_function_tree(self, root_fn: object) -> None:
         # Iterative depth-first walk: long chains must not hit Python's recursion limit.
         stack = [root_fn]
-        done: set[int] = set()
         while stack:
             fn = stack.pop()
-            if id(fn) in done:
+            if id(fn) in self._walked:
                 continue
-            done.add(id(fn))
+            self._walked.add(id(fn))
             fn_id = self.add_node(fn, "function", type(fn).__name__)
             if self.show_saved:
                 self.add_saved(fn, fn_id)
@@ -288,24 +290,28 @@ def graph_text(data: GraphData) -> str:
             children.setdefault(e.dst, []).append((e.src, "view of " if e.style == "view" else ""))
     labels = {n.id: (n.label.replace("\n", " "), n.kind) for n in data.nodes}
     shown: set[str] = set()
-
-    def walk(node_id: str, prefix: str, branch: str, how: str) -> None:
+    # Iterative depth-first walk (deep graphs must not hit the recursion limit); indentation stops
+    # growing after MAX_TEXT_DEPTH levels and the text stops after MAX_TEXT_LINES lines.
+    stack = [(root, "", "", "") for root in reversed(data.roots)]
+    while stack:
+        if len(lines) > MAX_TEXT_LINES:
+            lines.append(f"... ({len(data.nodes) - len(shown)} more nodes not shown as text)")
+            break
+        node_id, prefix, branch, how = stack.pop()
         label, kind = labels[node_id]
         again = node_id in shown and bool(children.get(node_id))
         tail = "  (see above)" if again else ""
         lines.append(f"{prefix}{branch}{how}{label}  <{kind}>{tail}")
         if again:
-            return
+            continue
         shown.add(node_id)
         kids = children.get(node_id, [])
-        extend = prefix + ("    " if branch in ("", "└── ") else "│   ")
-        for i, (kid, kid_how) in enumerate(kids):
-            walk(
-                kid, extend if branch else prefix, "└── " if i == len(kids) - 1 else "├── ", kid_how
-            )
-
-    for root in data.roots:
-        walk(root, "", "", "")
+        inner = prefix
+        if branch and len(prefix) < 4 * MAX_TEXT_DEPTH:
+            inner = prefix + ("    " if branch == "└── " else "│   ")
+        for i in reversed(range(len(kids))):
+            kid, kid_how = kids[i]
+            stack.append((kid, inner, "└── " if i == len(kids) - 1 else "├── ", kid_how))
     return "\n".join(lines)
 
 

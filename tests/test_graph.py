@@ -80,6 +80,9 @@ def test_several_roots_and_shared_nodes():
     data = autograd_graph(a, b)
     assert len(data.roots) == 2
     assert data.function_names().count("MulBackward0") == 1  # shared, drawn once
+    assert len(data.edges) == len(set(data.edges))  # and its edges too
+    # a, b, SumBackward0, MeanBackward0, MulBackward0, AccumulateGrad, w
+    assert len(data.nodes) == 7 and len(data.edges) == 6
 
 
 def test_view_base_is_linked_with_a_view_edge():
