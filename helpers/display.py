@@ -53,6 +53,16 @@ class Table:
             raise KeyError(f"no column {name!r}; columns are: {', '.join(self.columns)}")
         return [r[name] for r in self.rows]
 
+    def select(self, *columns: str) -> Table:
+        """A narrower table with only these columns (the first column is always kept)."""
+        unknown = [c for c in columns if c not in self.columns]
+        if unknown:
+            raise KeyError(f"no column(s) {unknown}; columns are: {', '.join(self.columns)}")
+        keep = [self.columns[0], *(c for c in columns if c != self.columns[0])]
+        return Table(
+            keep, [{c: r[c] for c in keep} for r in self.rows], title=self.title, note=self.note
+        )
+
     def __len__(self) -> int:
         return len(self.rows)
 

@@ -59,3 +59,10 @@ def test_non_tensors_are_rejected_by_name(bad):
 def test_needs_at_least_one_tensor():
     with pytest.raises(TypeError, match="needs named tensors"):
         tensor_state()
+
+
+def test_select_keeps_the_name_column_and_rejects_unknown_columns():
+    table = tensor_state(x=torch.ones(2), w=torch.ones(2, requires_grad=True)).select("is_leaf")
+    assert table.columns == ["tensor", "is_leaf"] and table.row("w")["is_leaf"] is True
+    with pytest.raises(KeyError, match="no column"):
+        table.select("colour")
