@@ -84,3 +84,13 @@ def test_widget_state_is_well_formed(nb):
     widgets = notebook.metadata.get("widgets")
     if widgets:
         assert "state" in widgets["application/vnd.jupyter.widget-state+json"]
+
+
+def test_links_to_other_notebooks_resolve(nb):
+    path, notebook = nb
+    for cell in notebook.cells:
+        if cell.cell_type != "markdown":
+            continue
+        for target in re.findall(r"\]\(([^)#\s]+\.ipynb)", cell.source):
+            if not target.startswith("http"):
+                assert (path.parent / target).exists(), f"{path.name} links to missing {target}"
