@@ -4,14 +4,31 @@ Model 1 (embedding + linear) belongs to the "client" that holds the input; model
 party; model 3 (linear + loss) to the label holder. Forward passes activations across each cut,
 backward passes gradients back: `loss.backward()`, then `f2.backward(ff2.grad)`, then
 `f1.backward(ff1.grad)`.
+
+`run_split` is the same step with knobs for the usual mistakes (a cut without `requires_grad_()`,
+another backward order, a skipped `zero_grad()`, the wrong tensor's gradient handed back);
+`compare_models` and `compare_tensors` say, as a table, whether two runs agree.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import copy
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, field
 
+import graphviz
 import torch
 from torch import nn
+
+from helpers.display import Table
+from helpers.graph import (
+    COLOURS,
+    AutogradGraph,
+    GraphData,
+    GraphEdge,
+    autograd_graph,
+    dot_available,
+)
 
 __all__ = [
     "MLP1",
@@ -19,13 +36,25 @@ __all__ = [
     "POST_INPUT",
     "POST_LABEL",
     "POST_SEED",
+    "SPLIT_ORDER",
     "MLPem0",
+    "SplitGraphs",
     "SplitModels",
     "SplitResult",
     "build_models",
+    "changed_models",
+    "clone_models",
+    "compare_models",
+    "compare_tensors",
     "cut",
     "joint_step",
+    "load_parameters",
+    "make_one_optimizer",
     "make_optimizers",
+    "models_with_grad",
+    "post_tensors",
+    "run_split",
+    "split_graphs",
     "split_step",
 ]
 
@@ -34,6 +63,8 @@ POST_INPUT = [[2, 1, 3, 0, 9]]
 #: The post's label: called one-hot there, but CrossEntropyLoss reads it as 3 class indices along
 #: the output's dim 1 (see notebook 06).
 POST_LABEL = [[0, 1, 0]]
+#: The order of the backward stages in the split flow: the label holder first, the client last.
+SPLIT_ORDER = (3, 2, 1)
 
 
 class MLPem0(nn.Module):
@@ -94,24 +125,61 @@ class SplitModels:
 
 
 def build_models(
-    seed: int = POST_SEED, dims: tuple[int, int, int, int] = (10, 6, 6, 3)
+    seed: int = POST_SEED,
+    dims: tuple[int, int, int, int] = (10, 6, 6, 3),
+    *,
+    embedding_dim: int | None = None,
 ) -> SplitModels:
     """The post's three models, created in the post's order right after `torch.manual_seed(seed)`.
 
     `dims` is (vocabulary, embedding/model width, model 2 width, classes). Model 2's input is model
     1's output width (the post wires it to `embedding_dim`, which works only because both are 6).
+    `embedding_dim`, when given, makes the embedding narrower or wider than model 1's output.
     """
     vocab, width, width2, classes = dims
     torch.manual_seed(seed)
-    model1 = MLPem0(vocab, width, width)
+    model1 = MLPem0(vocab, width if embedding_dim is None else embedding_dim, width)
     model2 = MLP1(width, width2)
     model3 = MLP2L(width2, classes)
     return SplitModels(model1, model2, model3)
 
 
+def post_tensors() -> tuple[torch.Tensor, torch.Tensor]:
+    """The post's input and label, as the post builds them (LongTensors)."""
+    return torch.tensor(POST_INPUT), torch.tensor(POST_LABEL)
+
+
+def clone_models(models: SplitModels) -> SplitModels:
+    """An independent deep copy (parameters and any .grad), to run a second flow alongside."""
+    twin = copy.deepcopy(models)
+    originals = models.named_parameters()
+    for name, p in twin.named_parameters().items():  # deepcopy of a Parameter drops its .grad
+        grad = originals[name].grad
+        p.grad = None if grad is None else grad.detach().clone()
+    return twin
+
+
+def load_parameters(models: SplitModels, named: Mapping[str, torch.Tensor]) -> SplitModels:
+    """Copy values named as in `SplitModels.named_parameters()` into `models`; return it."""
+    params = models.named_parameters()
+    if set(named) != set(params):
+        missing = sorted(set(params) - set(named))
+        extra = sorted(set(named) - set(params))
+        raise ValueError(f"parameter names differ (missing: {missing}; unexpected: {extra})")
+    with torch.no_grad():
+        for name, p in params.items():
+            p.copy_(named[name])
+    return models
+
+
 def make_optimizers(models: SplitModels, lr: float = 0.01) -> list[torch.optim.Optimizer]:
     """One Adam optimizer per model, as in the post."""
     return [torch.optim.Adam(m.parameters(), lr) for m in models.as_list()]
+
+
+def make_one_optimizer(models: SplitModels, lr: float = 0.01) -> torch.optim.Optimizer:
+    """One Adam over all three models, one parameter group each (the post's commented-out line)."""
+    return torch.optim.Adam([{"params": m.parameters()} for m in models.as_list()], lr)
 
 
 def cut(activation: torch.Tensor) -> torch.Tensor:
@@ -121,7 +189,7 @@ def cut(activation: torch.Tensor) -> torch.Tensor:
 
 @dataclass
 class SplitResult:
-    """Everything one split step produced, for inspection."""
+    """Everything one split step produced, for inspection; `calls` lists what ran, in order."""
 
     f1: torch.Tensor
     ff1: torch.Tensor
@@ -129,6 +197,11 @@ class SplitResult:
     ff2: torch.Tensor
     out: torch.Tensor
     loss: torch.Tensor
+    calls: list[str] = field(default_factory=list)
+
+    def script(self) -> str:
+        """The calls that ran, one per line."""
+        return "\n".join(self.calls)
 
 
 def split_step(
@@ -138,22 +211,78 @@ def split_step(
     optimizers: list[torch.optim.Optimizer] | None = None,
 ) -> SplitResult:
     """One training step of the post's split flow; steps each model's optimizer if given."""
+    return run_split(models, tokens, label, optimizers)
+
+
+def _check_stages(values: Collection[int], argument: str) -> None:
+    bad = [v for v in values if v not in (1, 2, 3)]
+    if bad:
+        raise ValueError(f"{argument} names models 1, 2 and 3; got {bad}")
+
+
+def run_split(
+    models: SplitModels,
+    tokens: torch.Tensor,
+    label: torch.Tensor,
+    optimizers: Sequence[torch.optim.Optimizer | None] | None = None,
+    *,
+    cut_fn: Callable[[torch.Tensor], torch.Tensor] = cut,
+    order: Sequence[int] = SPLIT_ORDER,
+    handoff: Mapping[int, str] | None = None,
+    zero_grad: Collection[int] | None = None,
+) -> SplitResult:
+    """One split step, stage by stage, with knobs to reproduce the usual mistakes.
+
+    - `optimizers`: one entry per model (an optimizer or None); model k's entry gets `zero_grad()`
+      before stage k's backward and `step()` after it, as in the post. `[None, None, opt]` puts one
+      optimizer's calls at the first backward stage only.
+    - `cut_fn`: how each activation crosses a cut (default `cut`; the bug: no `requires_grad_()`).
+    - `order`: which stages run backward, in which order (default 3, 2, 1).
+    - `handoff`: stage -> name of the tensor whose `.grad` that stage receives (default
+      `{2: "ff2", 1: "ff1"}`; the bug: `{1: "ff2"}`).
+    - `zero_grad`: the models whose optimizer is zeroed (default: all that have one).
+    Errors torch raises (e.g. backward with a `.grad` that is still None) propagate unchanged.
+    """
+    if optimizers is not None and len(optimizers) != 3:
+        raise ValueError(
+            f"optimizers needs one entry per model (3, None allowed); got {len(optimizers)}"
+        )
+    _check_stages(order, "order")
+    sources = {2: "ff2", 1: "ff1"} if handoff is None else {2: "ff2", 1: "ff1", **handoff}
+    _check_stages(sources, "handoff")
+    names = ["f1", "ff1", "f2", "ff2", "out", "loss"]
+    for stage, source in sources.items():
+        if source not in names:
+            raise ValueError(f"handoff[{stage}] = {source!r}; choose one of {names}")
+    zeroed = {1, 2, 3} if zero_grad is None else set(zero_grad)
+    _check_stages(zeroed, "zero_grad")
+
     f1 = models.model1(tokens)
-    ff1 = cut(f1)
+    ff1 = cut_fn(f1)
     f2 = models.model2(ff1)
-    ff2 = cut(f2)
+    ff2 = cut_fn(f2)
     out, loss = models.model3(ff2, label)
-    stages = [(loss, None), (f2, ff2), (f1, ff1)]
-    for stage, (tensor, cut_leaf) in zip((2, 1, 0), stages, strict=True):
-        if optimizers is not None:
-            optimizers[stage].zero_grad()
-        if cut_leaf is None:
-            tensor.backward()
+    result = SplitResult(f1, ff1, f2, ff2, out, loss)
+    tensors = {"f1": f1, "ff1": ff1, "f2": f2, "ff2": ff2, "out": out, "loss": loss}
+    roots = {3: "loss", 2: "f2", 1: "f1"}
+
+    for stage in order:
+        opt = optimizers[stage - 1] if optimizers is not None else None
+        if opt is not None and stage in zeroed:
+            opt.zero_grad()
+            result.calls.append(f"optim{stage}.zero_grad()")
+        root = tensors[roots[stage]]
+        if stage == 3:
+            result.calls.append("loss.backward()")
+            root.backward()
         else:
-            tensor.backward(cut_leaf.grad)
-        if optimizers is not None:
-            optimizers[stage].step()
-    return SplitResult(f1, ff1, f2, ff2, out, loss)
+            source = sources[stage]
+            result.calls.append(f"{roots[stage]}.backward({source}.grad)")
+            root.backward(tensors[source].grad)
+        if opt is not None:
+            opt.step()
+            result.calls.append(f"optim{stage}.step()")
+    return result
 
 
 def joint_step(
@@ -163,16 +292,289 @@ def joint_step(
     optimizers: list[torch.optim.Optimizer] | None = None,
 ) -> SplitResult:
     """The same step with no cuts: one graph, one backward; f1 and f2 retain their grads."""
+    calls = []
     if optimizers is not None:
         for opt in optimizers:
             opt.zero_grad()
+        calls.append("zero_grad() on every optimizer")
     f1 = models.model1(tokens)
     f1.retain_grad()
     f2 = models.model2(f1)
     f2.retain_grad()
     out, loss = models.model3(f2, label)
     loss.backward()
+    calls.append("loss.backward()")
     if optimizers is not None:
         for opt in optimizers:
             opt.step()
-    return SplitResult(f1, f1, f2, f2, out, loss)
+        calls.append("step() on every optimizer")
+    return SplitResult(f1, f1, f2, f2, out, loss, calls)
+
+
+COMPARE_COLUMNS = ["tensor", "same", "max |Δ|", "note"]
+
+
+#: Differences below this show as "< 1e-06": their digits are rounding noise that varies by CPU.
+TINY = 1e-6
+
+
+def _max_abs_text(delta: torch.Tensor) -> str:
+    largest = float(delta.max()) if delta.numel() else 0.0
+    if largest == 0:
+        return "0"
+    return "< 1e-06" if largest < TINY else f"{largest:.2g}"
+
+
+def compare_tensors(
+    pairs: Mapping[str, tuple[torch.Tensor | None, torch.Tensor | None]],
+    *,
+    labels: tuple[str, str] = ("a", "b"),
+    atol: float = 0.0,
+    title: str | None = None,
+) -> Table:
+    """A table saying, per named pair, whether the two tensors are equal (within `atol`).
+
+    `same` is True when shapes match and every |Δ| <= atol (atol 0: bitwise equal); `max |Δ|` is
+    text: "0", "< 1e-06", or 2 significant digits; a `note` column (only when needed) says when a
+    tensor is None or shapes differ.
+    """
+    rows = []
+    for name, (a, b) in pairs.items():
+        row = {"tensor": name, "same": False, "max |Δ|": "-", "note": ""}
+        if a is None or b is None:
+            missing = [lab for lab, t in zip(labels, (a, b), strict=True) if t is None]
+            row["same"] = a is None and b is None
+            row["note"] = f"None in {' and '.join(missing)}"
+        elif a.shape != b.shape:
+            row["note"] = f"shapes differ: {list(a.shape)} vs {list(b.shape)}"
+        else:
+            diff = (a.detach().double() - b.detach().double()).abs()
+            row["max |Δ|"] = _max_abs_text(diff)
+            row["same"] = bool(diff.numel() == 0 or float(diff.max()) <= atol)
+        rows.append(row)
+    same = sum(r["same"] for r in rows)
+    how = "bitwise" if atol == 0 else f"within {atol:g}"
+    note = f"{same} of {len(rows)} the same ({how}) in {labels[0]} and {labels[1]}"
+    columns = COMPARE_COLUMNS if any(r["note"] for r in rows) else COMPARE_COLUMNS[:-1]
+    return Table(columns, rows, title=title, note=note)
+
+
+def compare_models(
+    a: SplitModels,
+    b: SplitModels,
+    *,
+    what: str = "grad",
+    labels: tuple[str, str] = ("split", "joint"),
+    extra: Mapping[str, tuple[torch.Tensor | None, torch.Tensor | None]] | None = None,
+    atol: float = 0.0,
+    title: str | None = None,
+) -> Table:
+    """Compare two SplitModels parameter by parameter: `.grad` (what='grad') or values ('param').
+
+    `extra` adds more named pairs (e.g. `{"ff1.grad vs f1.grad": (split.ff1.grad, joint.f1.grad)}`).
+    """
+    if what not in ("grad", "param"):
+        raise ValueError(f"what is 'grad' or 'param', got {what!r}")
+    pa, pb = a.named_parameters(), b.named_parameters()
+    if pa.keys() != pb.keys():
+        raise ValueError("the two SplitModels have different parameter names")
+    pairs: dict[str, tuple[torch.Tensor | None, torch.Tensor | None]] = {}
+    for name in pa:
+        if what == "grad":
+            pairs[f"{name}.grad"] = (pa[name].grad, pb[name].grad)
+        else:
+            pairs[name] = (pa[name], pb[name])
+    pairs.update(extra or {})
+    return compare_tensors(pairs, labels=labels, atol=atol, title=title)
+
+
+def models_with_grad(models: SplitModels) -> list[str]:
+    """Which models ('model1', ...) have a .grad on every parameter."""
+    return [
+        f"model{k}"
+        for k, m in enumerate(models.as_list(), start=1)
+        if all(p.grad is not None for p in m.parameters())
+    ]
+
+
+def changed_models(before: Mapping[str, torch.Tensor], models: SplitModels) -> list[str]:
+    """Which models ('model1', ...) have a parameter that differs from the snapshot `before`."""
+    changed = []
+    for name, p in models.named_parameters().items():
+        owner = name.split(".", 1)[0]
+        if owner not in changed and not torch.equal(before[name], p.detach()):
+            changed.append(owner)
+    return changed
+
+
+# --- pictures: the three stage graphs side by side, and the joint graph beside them ---------------
+
+
+def _clean(data: GraphData) -> GraphData:
+    """The graph without view-base nodes and with each edge once (a view root repeats its tree)."""
+    keep = [n for n in data.nodes if n.kind != "view_base"]
+    ids = {n.id for n in keep}
+    edges: list[GraphEdge] = []
+    for e in data.edges:
+        if e.src in ids and e.dst in ids and e not in edges:
+            edges.append(e)
+    objects = {k: v for k, v in data.objects.items() if k in ids}
+    return GraphData(keep, edges, [r for r in data.roots if r in ids], objects)
+
+
+def _stage_data(result: SplitResult, models: SplitModels) -> list[tuple[str, GraphData, dict]]:
+    def graph(root: torch.Tensor, model: nn.Module, **tensors: torch.Tensor) -> GraphData:
+        return _clean(autograd_graph(root, params={**dict(model.named_parameters()), **tensors}))
+
+    return [
+        ("stage 1 · client: model 1", graph(result.f1, models.model1, f1=result.f1), {}),
+        (
+            "stage 2 · middle party: model 2",
+            graph(result.f2, models.model2, ff1=result.ff1, f2=result.f2),
+            {"ff1": result.ff1},
+        ),
+        (
+            "stage 3 · label holder: model 3",
+            graph(result.loss, models.model3, ff2=result.ff2, loss=result.loss),
+            {"ff2": result.ff2},
+        ),
+    ]
+
+
+def _find(data: GraphData, tensor: torch.Tensor) -> str | None:
+    for node_id, obj in data.objects.items():
+        if obj is tensor:
+            return node_id
+    return None
+
+
+class SplitGraphs:
+    """The three stage graphs of a split step side by side (plus the joint graph, if given).
+
+    Dashed blue arrows are the activations sent forward across each cut; red arrows the gradients
+    sent back. Displays as SVG with the stage graphs' text forms as text/plain; `.dot` is the
+    graphviz.Digraph.
+    """
+
+    def __init__(
+        self,
+        result: SplitResult,
+        models: SplitModels,
+        joint: SplitResult | None = None,
+        joint_models: SplitModels | None = None,
+    ) -> None:
+        self.dot = graphviz.Digraph(
+            name="split_graphs",
+            node_attr={
+                "style": "filled",
+                "shape": "box",
+                "fontsize": "10",
+                "height": "0.2",
+                "fontname": "monospace",
+            },
+            # size: at most 8.4 inches wide, so the picture fits a notebook column
+            graph_attr={
+                "ranksep": "0.2",
+                "nodesep": "0.12",
+                "fontname": "sans-serif",
+                "size": "8.4,40",
+            },
+        )
+        self.stages = _stage_data(result, models)
+        ids: dict[str, str] = {}
+        for k, (title, data, received) in enumerate(self.stages, start=1):
+            self._cluster(f"s{k}", title, data, "lightyellow")
+            ids[f"stage{k}"] = f"s{k}_{data.roots[0]}"
+            for name, t in received.items():
+                found = _find(data, t)
+                if found is not None:
+                    ids[name] = f"s{k}_{found}"
+        for k, (sent, received) in enumerate((("f1", "ff1"), ("f2", "ff2")), start=1):
+            if received not in ids:
+                continue
+            forward = f"  ↓ {sent}'s values"
+            backward = f"  ↑ {received}.grad"
+            self.dot.edge(
+                ids[f"stage{k}"],
+                ids[received],
+                style="dashed",
+                color="blue:red",
+                dir="both",
+                arrowtail="normal",
+                label=f'<<font color="blue">{forward}</font><br/>'
+                f'<font color="red">{backward}</font>>',
+                fontsize="9",
+                fontname="sans-serif",
+                minlen="2",
+            )
+        self.joint: GraphData | None = None
+        if joint is not None:
+            named = (joint_models or models).named_parameters()
+            self.joint = _clean(autograd_graph(joint.loss, params={**named, "loss": joint.loss}))
+            marks = {}
+            for name, t in (("f1", joint.f1), ("f2", joint.f2)):
+                found = _find(self.joint, t.grad_fn) if t.grad_fn is not None else None
+                if found is not None:
+                    marks[found] = f"= {name}: cut {name[1]}"
+            self._cluster(
+                "j", "joint run: no cuts, one loss.backward()", self.joint, "white", marks
+            )
+
+    def _cluster(
+        self,
+        prefix: str,
+        title: str,
+        data: GraphData,
+        colour: str,
+        marks: Mapping[str, str] | None = None,
+    ) -> None:
+        marks = marks or {}
+        with self.dot.subgraph(name=f"cluster_{prefix}") as c:
+            c.attr(
+                label=title,
+                labelloc="t",
+                labeljust="l",
+                fontsize="12",
+                style="rounded,filled",
+                fillcolor=colour,
+                color="grey60",
+            )
+            for n in data.nodes:
+                attrs = {"fillcolor": COLOURS[n.kind]}
+                label = n.label
+                if n.id in marks:
+                    attrs.update(color="red", penwidth="2")
+                    label = f"{label}\n{marks[n.id]}"
+                c.node(f"{prefix}_{n.id}", label, **attrs)
+            for e in data.edges:
+                if e.style == "flow":
+                    c.edge(f"{prefix}_{e.src}", f"{prefix}_{e.dst}")
+
+    def text(self) -> str:
+        """The text form of each graph, stage by stage (then the joint one)."""
+        parts = [f"{title}\n{AutogradGraph(data).text()}" for title, data, _ in self.stages]
+        if self.joint is not None:
+            parts.append("joint run\n" + AutogradGraph(self.joint).text())
+        return "\n\n".join(parts)
+
+    def __repr__(self) -> str:
+        return self.text()
+
+    def _repr_mimebundle_(self, include=None, exclude=None, **_) -> dict[str, str]:
+        if not dot_available():
+            return {"text/plain": self.text()}
+        try:
+            svg = self.dot.pipe(format="svg", encoding="utf-8")
+        except (graphviz.ExecutableNotFound, graphviz.CalledProcessError):
+            return {"text/plain": self.text()}
+        return {"image/svg+xml": svg, "text/plain": self.text()}
+
+
+def split_graphs(
+    result: SplitResult,
+    models: SplitModels,
+    joint: SplitResult | None = None,
+    joint_models: SplitModels | None = None,
+) -> SplitGraphs:
+    """Draw the three stage graphs of a split step side by side, and the joint graph if given."""
+    return SplitGraphs(result, models, joint, joint_models)

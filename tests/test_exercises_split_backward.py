@@ -1,0 +1,274 @@
+"""Checkers of notebook 06: right answers pass, typical wrong answers get the specific message."""
+
+import pytest
+import torch
+from torch import nn
+
+from helpers.exercises.split_backward import (
+    check_handoff,
+    check_one_optimizer,
+    check_token_loss,
+)
+from helpers.params import snapshot
+from helpers.split import build_models, cut, make_one_optimizer, post_tensors
+
+TOKENS, LABEL = post_tensors()
+
+
+def forward(models, cut_fn=cut):
+    f1 = models.model1(TOKENS)
+    ff1 = cut_fn(f1)
+    f2 = models.model2(ff1)
+    ff2 = cut_fn(f2)
+    _, loss = models.model3(ff2, LABEL)
+    return f1, ff1, f2, ff2, loss
+
+
+def text(result):
+    return "\n".join(result.messages)
+
+
+# --- exercise 1: hand the gradients back ----------------------------------------------------------
+
+
+def handoff(stage2=None, stage1=None, cut_fn=cut, stage3_twice=False):
+    m = build_models()
+    f1, ff1, f2, ff2, loss = forward(m, cut_fn)
+    loss.backward(retain_graph=stage3_twice)
+    if stage3_twice:
+        loss.backward()
+    if stage2:
+        stage2(f1, ff1, f2, ff2)
+    if stage1:
+        stage1(f1, ff1, f2, ff2)
+    return check_handoff(m, ff1, ff2)
+
+
+def right2(f1, ff1, f2, ff2):
+    f2.backward(ff2.grad)
+
+
+def right1(f1, ff1, f2, ff2):
+    f1.backward(ff1.grad)
+
+
+def test_handoff_right_answer_passes():
+    result = handoff(right2, right1)
+    assert result.ok, result
+    assert "hand-off is right" in repr(result)
+
+
+def test_handoff_autograd_backward_form_passes():
+    result = handoff(
+        lambda f1, ff1, f2, ff2: torch.autograd.backward([f2], [ff2.grad]),
+        lambda f1, ff1, f2, ff2: torch.autograd.backward([f1], [ff1.grad]),
+    )
+    assert result.ok, result
+
+
+def test_handoff_placeholder_says_what_is_missing():
+    result = handoff()
+    assert not result.ok
+    assert "model 2 has no gradients yet" in text(result)
+    assert "model 1 has no gradients yet" in text(result)
+
+
+def test_handoff_stage_1_missing():
+    result = handoff(right2)
+    assert text(result) == (
+        "model 1 has no gradients yet: hand ff1.grad back with f1.backward(ff1.grad)"
+    )
+
+
+def test_handoff_wrong_tensors_gradient():
+    result = handoff(right2, lambda f1, ff1, f2, ff2: f1.backward(ff2.grad))
+    assert "these are the gradients ff2.grad gives" in text(result)
+
+
+def test_handoff_activation_instead_of_gradient():
+    result = handoff(right2, lambda f1, ff1, f2, ff2: f1.backward(ff1.detach()))
+    assert "you handed back ff1 itself" in text(result)
+
+
+def test_handoff_stage_1_twice_is_doubled():
+    def twice(f1, ff1, f2, ff2):
+        f1.backward(ff1.grad, retain_graph=True)
+        f1.backward(ff1.grad)
+
+    assert "doubled: f1.backward() ran twice" in text(handoff(right2, twice))
+
+
+def test_handoff_stage_3_twice_is_doubled():
+    result = handoff(right2, right1, stage3_twice=True)
+    assert "model 3's gradients are doubled" in text(result)
+
+
+def test_handoff_stage_2_with_a_wrong_gradient():
+    result = handoff(lambda f1, ff1, f2, ff2: f2.backward(torch.ones_like(f2)), right1)
+    assert "model 2's gradients differ from the joint run's" in text(result)
+
+
+def test_handoff_cut_without_requires_grad():
+    result = handoff(cut_fn=lambda t: t.clone().detach())
+    assert "ff2 does not require grad" in text(result)
+
+
+@pytest.mark.parametrize(
+    ("models", "ff1", "ff2", "message"),
+    [
+        (..., torch.zeros(1), torch.zeros(1), "models is a ellipsis"),
+        (None, torch.zeros(1), torch.zeros(1), "not the SplitModels"),
+        ("models", ..., torch.zeros(1), "ff1 is a ellipsis"),
+    ],
+)
+def test_handoff_bad_arguments_never_raise(models, ff1, ff2, message):
+    if models == "models":
+        models = build_models()
+    result = check_handoff(models, ff1, ff2)
+    assert not result.ok and message in text(result)
+
+
+# --- exercise 2: one optimizer, placed right ------------------------------------------------------
+
+
+def one_optimizer(steps):
+    """Run `steps(opt, f1, ff1, f2, ff2, loss)` on fresh models; check the result."""
+    m = build_models()
+    opt = make_one_optimizer(m)
+    before = snapshot(m.named_parameters())
+    f1, ff1, f2, ff2, loss = forward(m)
+    steps(opt, f1, ff1, f2, ff2, loss)
+    return check_one_optimizer(m, before)
+
+
+def right_steps(opt, f1, ff1, f2, ff2, loss):
+    opt.zero_grad()
+    loss.backward()
+    f2.backward(ff2.grad)
+    f1.backward(ff1.grad)
+    opt.step()
+
+
+def test_one_optimizer_right_answer_passes():
+    result = one_optimizer(right_steps)
+    assert result.ok, result
+
+
+def test_one_optimizer_placeholder():
+    assert "no parameter changed" in text(one_optimizer(lambda *a: None))
+
+
+def test_one_optimizer_step_right_after_the_loss():
+    def early(opt, f1, ff1, f2, ff2, loss):
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        f2.backward(ff2.grad)
+        f1.backward(ff1.grad)
+
+    assert "only model 3 changed" in text(one_optimizer(early))
+
+
+def test_one_optimizer_zero_grad_between_the_backward_calls():
+    def wiped(opt, f1, ff1, f2, ff2, loss):
+        loss.backward()
+        f2.backward(ff2.grad)
+        opt.zero_grad()
+        f1.backward(ff1.grad)
+        opt.step()
+
+    assert "model2 and model3 did not change" in text(one_optimizer(wiped))
+
+
+def test_one_optimizer_stepped_twice():
+    def twice(opt, f1, ff1, f2, ff2, loss):
+        right_steps(opt, f1, ff1, f2, ff2, loss)
+        opt.step()
+
+    assert "not by one Adam step" in text(one_optimizer(twice))
+
+
+def test_one_optimizer_does_not_touch_the_global_seed():
+    m = build_models()
+    before = snapshot(m.named_parameters())
+    right_steps(make_one_optimizer(m), *forward(m))
+    torch.manual_seed(123)
+    expected = torch.rand(1)
+    torch.manual_seed(123)
+    assert check_one_optimizer(m, before).ok
+    assert torch.equal(torch.rand(1), expected)
+
+
+def test_one_optimizer_bad_arguments_never_raise():
+    assert "before is a ellipsis" in text(check_one_optimizer(build_models(), ...))
+    assert "not the SplitModels" in text(check_one_optimizer(None, {}))
+    broken = check_one_optimizer(build_models(), {"x": torch.zeros(1)})
+    assert "could not compare with the reference step" in text(broken)
+
+
+# --- exercise 3: the loss the post meant ----------------------------------------------------------
+
+
+def out_tensor():
+    m = build_models()
+    return m.model3.layer(m.model2(m.model1(TOKENS)))
+
+
+ONES = torch.tensor([[1, 1, 1, 1, 1]])
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda out: (ONES, nn.CrossEntropyLoss()(out.permute(0, 2, 1), ONES)),
+        lambda out: (ONES.reshape(-1), nn.CrossEntropyLoss()(out.reshape(-1, 3), ONES.reshape(-1))),
+        lambda out: (
+            torch.tensor([0.0, 1.0, 0.0]).expand(1, 5, 3),
+            nn.CrossEntropyLoss()(
+                out.permute(0, 2, 1), torch.tensor([0.0, 1.0, 0.0]).expand(1, 5, 3).permute(0, 2, 1)
+            ),
+        ),
+    ],
+    ids=["permute", "flatten", "probabilities"],
+)
+def test_token_loss_right_answers_pass(make):
+    out = out_tensor()
+    target, loss = make(out)
+    result = check_token_loss(out, target, loss)
+    assert result.ok, result
+
+
+def test_token_loss_placeholders():
+    result = check_token_loss(out_tensor(), ..., ...)
+    assert "target is still `...`" in text(result) and "loss is still `...`" in text(result)
+
+
+def test_token_loss_the_posts_loss():
+    out = out_tensor()
+    result = check_token_loss(out, ONES, nn.CrossEntropyLoss()(out, LABEL))
+    assert "this is the post's loss" in text(result)
+
+
+def test_token_loss_wrong_target_values_and_types():
+    out = out_tensor()
+    loss = nn.CrossEntropyLoss()(out.reshape(-1, 3), ONES.reshape(-1))
+    assert "every token's class is 1" in text(check_token_loss(out, torch.zeros(1, 5).long(), loss))
+    assert "dtype long" in text(check_token_loss(out, ONES.float(), loss))
+    assert "one class index per token makes 5" in text(check_token_loss(out, LABEL, loss))
+    assert "make it a tensor" in text(check_token_loss(out, [1, 1, 1, 1, 1], loss))
+
+
+def test_token_loss_sum_detached_and_wrong():
+    out = out_tensor()
+    flat, target = out.reshape(-1, 3), ONES.reshape(-1)
+    summed = nn.CrossEntropyLoss(reduction="sum")(flat, target)
+    assert "the sum over tokens" in text(check_token_loss(out, ONES, summed))
+    detached = nn.CrossEntropyLoss()(flat.detach(), target)
+    assert "loss has no grad_fn" in text(check_token_loss(out, ONES, detached))
+    other = nn.CrossEntropyLoss()(flat, torch.zeros(5, dtype=torch.long))
+    assert "mean cross-entropy of class 1" in text(check_token_loss(out, ONES, other))
+    assert "single-number tensor" in text(check_token_loss(out, ONES, flat))
+
+
+def test_token_loss_bad_out_never_raises():
+    assert "shape [1, 5, 3]" in text(check_token_loss(..., ONES, ...))

@@ -1,0 +1,391 @@
+"""helpers.split: the post's three models, the split and joint steps, comparisons and pictures."""
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from helpers import split
+from helpers.params import snapshot
+from helpers.split import (
+    POST_INPUT,
+    POST_LABEL,
+    POST_SEED,
+    SplitModels,
+    SplitResult,
+    build_models,
+    changed_models,
+    clone_models,
+    compare_models,
+    compare_tensors,
+    cut,
+    joint_step,
+    load_parameters,
+    make_one_optimizer,
+    make_optimizers,
+    models_with_grad,
+    post_tensors,
+    run_split,
+    split_graphs,
+    split_step,
+)
+
+# The post's printed output (first rows), a citation; compared with a tolerance of 1e-4.
+POST_LOSS = 1.6084858179092407
+POST_F2_ROW = [0.2715, -0.1838, -0.0243, 0.0205, 0.4656, -0.2684]
+POST_OUT_ROW = [0.4878, -0.5974, -0.0024]
+POST_FF2_GRAD_ROW = [-0.1723, 0.0278, 0.0554, 0.1180, 0.0238, -0.0246]
+POST_FF1_GRAD_ROW1 = [8.2688e-03, -3.2370e-02, 2.4661e-02, 7.1180e-03, -1.6006e-02, -6.6946e-03]
+
+
+def fresh(seed=POST_SEED, dims=(10, 6, 6, 3), **kw):
+    return build_models(seed, dims, **kw)
+
+
+def all_same(table):
+    return all(table.column("same"))
+
+
+# --- the post, reproduced -------------------------------------------------------------------------
+
+
+def test_post_numbers_are_reproduced():
+    tokens, label = post_tensors()
+    r = split_step(fresh(), tokens, label)
+    assert r.loss.item() == pytest.approx(POST_LOSS, abs=1e-6)
+    assert r.loss.grad_fn.name() == "NllLoss2DBackward0"
+    for got, want in [
+        (r.f2[0, 0], POST_F2_ROW),
+        (r.out[0, 0], POST_OUT_ROW),
+        (r.ff2.grad[0, 0], POST_FF2_GRAD_ROW),
+        (r.ff1.grad[0, 1], POST_FF1_GRAD_ROW1),
+    ]:
+        torch.testing.assert_close(got.detach(), torch.tensor(want), atol=1e-4, rtol=0)
+
+
+def test_post_tensors_are_the_posts():
+    tokens, label = post_tensors()
+    assert tokens.tolist() == POST_INPUT and label.tolist() == POST_LABEL
+    assert tokens.dtype == label.dtype == torch.int64
+
+
+def test_public_names_other_modules_import_stay():
+    for name in [
+        "build_models", "make_optimizers", "cut", "split_step", "joint_step",
+        "SplitModels", "SplitResult", "POST_INPUT", "POST_LABEL", "POST_SEED",
+    ]:  # fmt: skip
+        assert name in split.__all__ and hasattr(split, name)
+    t = torch.zeros(1)
+    legacy = SplitResult(t, t, t, t, t, t)  # six positional fields, as before
+    assert legacy.calls == [] and legacy.script() == ""
+
+
+def test_build_models_seed_and_dims():
+    a, b = fresh(), fresh()
+    pa, pb = a.named_parameters(), b.named_parameters()
+    assert list(pa) == list(pb) and all(torch.equal(pa[n], pb[n]) for n in pa)
+    m = fresh(dims=(7, 5, 4, 2), embedding_dim=3)
+    assert m.model1.embed.weight.shape == (7, 3)
+    assert m.model1.layer.weight.shape == (5, 3)
+    assert m.model2.layer.weight.shape == (4, 5)
+    assert m.model3.layer.weight.shape == (2, 4)
+    assert next(iter(m.named_parameters())) == "model1.embed.weight"
+
+
+def test_cut_is_a_fresh_leaf_with_the_same_values():
+    x = torch.randn(2, 3, requires_grad=True)
+    y = x * 2
+    c = cut(y)
+    assert c.is_leaf and c.requires_grad and c.grad_fn is None
+    assert torch.equal(c, y) and c.data_ptr() != y.data_ptr()
+
+
+# --- split == joint -------------------------------------------------------------------------------
+
+widths = st.integers(1, 7)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    vocab=st.integers(1, 12),
+    emb=widths,
+    width=widths,
+    width2=widths,
+    classes=st.integers(1, 5),
+    batch=st.integers(1, 3),
+    length=st.integers(1, 6),
+)
+def test_split_equals_joint_for_random_seeds_and_widths(
+    seed, vocab, emb, width, width2, classes, batch, length
+):
+    dims = (vocab, width, width2, classes)
+    gen = torch.Generator().manual_seed(seed)
+    tokens = torch.randint(0, vocab, (batch, length), generator=gen)
+    label = torch.randint(0, length, (batch, classes), generator=gen)  # the post's CE call
+    a, b = fresh(seed, dims, embedding_dim=emb), fresh(seed, dims, embedding_dim=emb)
+    s, j = run_split(a, tokens, label), joint_step(b, tokens, label)
+    table = compare_models(
+        a,
+        b,
+        extra={
+            "ff1.grad vs f1.grad": (s.ff1.grad, j.f1.grad),
+            "ff2.grad vs f2.grad": (s.ff2.grad, j.f2.grad),
+        },
+    )
+    assert all_same(table), table
+    assert s.loss.item() == j.loss.item()
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 10_000), width=widths, width2=widths, steps=st.integers(1, 3))
+def test_split_and_joint_training_stay_identical(seed, width, width2, steps):
+    dims = (10, width, width2, 3)
+    tokens, label = post_tensors()
+    a, b = fresh(seed, dims), fresh(seed, dims)
+    oa, ob = make_optimizers(a), make_optimizers(b)
+    for _ in range(steps):
+        run_split(a, tokens, label, oa)
+        joint_step(b, tokens, label, ob)
+    assert all_same(compare_models(a, b, what="param"))
+    assert all_same(compare_models(a, b))
+
+
+def test_split_step_is_run_split_with_the_posts_calls():
+    tokens, label = post_tensors()
+    a, b = fresh(), fresh()
+    r = split_step(a, tokens, label, make_optimizers(a))
+    run_split(b, tokens, label, make_optimizers(b))
+    assert all_same(compare_models(a, b, what="param"))
+    assert r.calls == [
+        "optim3.zero_grad()", "loss.backward()", "optim3.step()",
+        "optim2.zero_grad()", "f2.backward(ff2.grad)", "optim2.step()",
+        "optim1.zero_grad()", "f1.backward(ff1.grad)", "optim1.step()",
+    ]  # fmt: skip
+    assert run_split(fresh(), tokens, label).script().splitlines() == [
+        "loss.backward()",
+        "f2.backward(ff2.grad)",
+        "f1.backward(ff1.grad)",
+    ]
+
+
+def test_joint_step_records_calls_and_retains_grads():
+    tokens, label = post_tensors()
+    r = joint_step(fresh(), tokens, label, make_optimizers(fresh()))
+    assert r.f1 is r.ff1 and r.f1.retains_grad and r.f2.grad is not None
+    assert r.calls == [
+        "zero_grad() on every optimizer",
+        "loss.backward()",
+        "step() on every optimizer",
+    ]
+
+
+# --- the bug zoo's knobs --------------------------------------------------------------------------
+
+
+def test_cut_without_requires_grad_fails_at_stage_2_after_model_3_got_grads():
+    m = fresh()
+    with pytest.raises(RuntimeError, match="only for scalar outputs"):
+        run_split(m, *post_tensors(), cut_fn=lambda t: t.clone().detach())
+    assert models_with_grad(m) == ["model3"]
+
+
+def test_wrong_order_fails_before_any_gradient():
+    m = fresh()
+    with pytest.raises(RuntimeError, match="only for scalar outputs"):
+        run_split(m, *post_tensors(), order=(2, 3, 1))
+    assert models_with_grad(m) == []
+
+
+def test_partial_order_runs_only_those_stages():
+    m = fresh()
+    run_split(m, *post_tensors(), order=(3, 2))
+    assert models_with_grad(m) == ["model2", "model3"]
+
+
+def test_skipped_zero_grad_accumulates_two_steps():
+    tokens, label = post_tensors()
+    buggy, right = fresh(), fresh()
+    ob, orr = make_optimizers(buggy), make_optimizers(right)
+    run_split(buggy, tokens, label, ob)
+    run_split(right, tokens, label, orr)
+    first = buggy.model2.layer.weight.grad.clone()
+    r = run_split(buggy, tokens, label, ob, zero_grad=(1, 3))
+    run_split(right, tokens, label, orr)
+    assert "optim2.zero_grad()" not in r.calls
+    torch.testing.assert_close(
+        buggy.model2.layer.weight.grad, first + right.model2.layer.weight.grad
+    )
+    table = compare_models(buggy, right, atol=1e-6)
+    assert table.column("same") == [True, True, True, False, True, True, True]
+
+
+def test_wrong_handoff_is_silent_with_equal_widths_and_fails_with_distinct_ones():
+    tokens, label = post_tensors()
+    wrong, right = fresh(), fresh()
+    r = run_split(wrong, tokens, label, handoff={1: "ff2"})
+    joint_step(right, tokens, label)
+    assert r.calls[-1] == "f1.backward(ff2.grad)"
+    same = compare_models(wrong, right, atol=1e-6).column("same")
+    assert same == [False, False, True, True, True, True, True]
+    with pytest.raises(RuntimeError, match="Mismatch in shape"):
+        run_split(fresh(dims=(10, 6, 4, 3)), tokens, label, handoff={1: "ff2"})
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"order": (4, 2, 1)}, "order names models"),
+        ({"zero_grad": (0,)}, "zero_grad names models"),
+        ({"handoff": {5: "ff1"}}, "handoff names models"),
+        ({"handoff": {1: "nothing"}}, "choose one of"),
+        ({"optimizers": [None]}, "one entry per model"),
+    ],
+)
+def test_run_split_rejects_bad_knobs_with_a_clear_message(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        run_split(fresh(), *post_tensors(), **kwargs)
+
+
+# --- one optimizer or three -----------------------------------------------------------------------
+
+
+def post_reference():
+    ref = fresh()
+    run_split(ref, *post_tensors(), make_optimizers(ref))
+    return ref
+
+
+def test_one_optimizer_at_the_first_stage_updates_model_3_only():
+    m = fresh()
+    start = snapshot(m.named_parameters())
+    opt = make_one_optimizer(m)
+    assert len(opt.param_groups) == 3
+    r = run_split(m, *post_tensors(), [None, None, opt])
+    assert r.calls[:3] == ["optim3.zero_grad()", "loss.backward()", "optim3.step()"]
+    assert changed_models(start, m) == ["model3"]
+    assert models_with_grad(m) == ["model1", "model2", "model3"]  # grads arrive, never applied
+
+
+def test_one_optimizer_at_the_last_stage_wipes_the_earlier_gradients():
+    m = fresh()
+    start = snapshot(m.named_parameters())
+    run_split(m, *post_tensors(), [make_one_optimizer(m), None, None])
+    assert changed_models(start, m) == ["model1"]
+
+
+@pytest.mark.parametrize("where", ["every stage", "around"])
+def test_one_optimizer_placed_right_equals_the_post(where):
+    m = fresh()
+    opt = make_one_optimizer(m)
+    if where == "every stage":
+        run_split(m, *post_tensors(), [opt, opt, opt])
+    else:
+        opt.zero_grad()
+        run_split(m, *post_tensors())
+        opt.step()
+    assert all_same(compare_models(m, post_reference(), what="param"))
+
+
+def test_joint_flow_with_only_model_3s_optimizer_updates_model_3_only():
+    m = fresh()
+    start = snapshot(m.named_parameters())
+    joint_step(m, *post_tensors(), [make_optimizers(m)[2]])
+    assert changed_models(start, m) == ["model3"]
+
+
+# --- comparisons, copies --------------------------------------------------------------------------
+
+
+def test_compare_tensors_reports_none_shapes_and_tiny_noise():
+    a = torch.tensor([0.001, 0.002])  # small values: a + 1e-8 differs in float32
+    table = compare_tensors(
+        {
+            "equal": (a, a.clone()),
+            "noise": (a, a + 1e-8),
+            "far": (a, a + 0.123),
+            "none": (None, a),
+            "both none": (None, None),
+            "shape": (a, torch.zeros(3)),
+        },
+        labels=("x", "y"),
+    )
+    rows = {r["tensor"]: r for r in table.rows}
+    assert rows["equal"]["same"] and rows["equal"]["max |Δ|"] == "0"
+    assert not rows["noise"]["same"] and rows["noise"]["max |Δ|"] == "< 1e-06"
+    assert rows["far"]["max |Δ|"] == "0.12" and not rows["far"]["same"]
+    assert not rows["none"]["same"] and rows["none"]["note"] == "None in x"
+    assert rows["both none"]["same"]
+    assert rows["shape"]["note"] == "shapes differ: [2] vs [3]"
+    assert table.note == "2 of 6 the same (bitwise) in x and y"
+
+
+def test_compare_tensors_atol_and_columns():
+    a = torch.tensor([0.001])
+    table = compare_tensors({"noise": (a, a + 1e-8)}, atol=1e-6)
+    assert table.column("same") == [True] and "note" not in table.columns
+    assert "within 1e-06" in table.note
+
+
+def test_compare_models_checks_its_arguments():
+    with pytest.raises(ValueError, match="what is 'grad' or 'param'"):
+        compare_models(fresh(), fresh(), what="values")
+    odd = SplitModels(fresh().model1, fresh().model2, torch.nn.Linear(6, 3))  # model3.weight
+    with pytest.raises(ValueError, match="different parameter names"):
+        compare_models(fresh(), odd)
+
+
+def test_grads_of_models_without_backward_are_none_and_the_same():
+    table = compare_models(fresh(), fresh())
+    assert all_same(table) and set(table.column("note")) == {"None in split and joint"}
+
+
+def test_clone_and_load_parameters():
+    m = fresh()
+    run_split(m, *post_tensors())
+    c = clone_models(m)
+    assert all_same(compare_models(m, c)) and all_same(compare_models(m, c, what="param"))
+    with torch.no_grad():
+        c.model1.layer.bias.add_(1)
+    assert not torch.equal(m.model1.layer.bias, c.model1.layer.bias)
+    other = load_parameters(fresh(seed=0), snapshot(m.named_parameters()))
+    assert all_same(compare_models(m, other, what="param"))
+    with pytest.raises(ValueError, match="parameter names differ"):
+        load_parameters(fresh(), {"model1.embed.weight": torch.zeros(10, 6)})
+
+
+# --- pictures -------------------------------------------------------------------------------------
+
+
+def graphs():
+    tokens, label = post_tensors()
+    m, j = fresh(), fresh()
+    return split_graphs(run_split(m, tokens, label), m, joint_step(j, tokens, label), j)
+
+
+def test_split_graphs_are_the_joint_graph_cut_in_three():
+    g = graphs()
+    assert [title.split(" ·")[0] for title, _, _ in g.stages] == ["stage 1", "stage 2", "stage 3"]
+    functions = [len(data.function_names()) for _, data, _ in g.stages]
+    assert sum(functions) == len(g.joint.function_names()) + 2
+    for _, data, _ in g.stages:
+        assert len(data.edges) == len(set(data.edges))  # no edge twice
+        assert "view_base" not in data.kinds()
+    assert "ff1 (1, 5, 6)  <leaf>" in g.text() and "model1.embed.weight" in g.text()
+
+
+def test_split_graphs_draw_the_handoffs_and_mark_the_cuts():
+    g = graphs()
+    source = g.dot.source
+    assert "ff1.grad" in source and "f2's values" in source
+    assert "= f1: cut 1" in source and "= f2: cut 2" in source
+    assert repr(g) == g.text()
+    bundle = g._repr_mimebundle_()
+    assert bundle["text/plain"] == g.text()
+    if "image/svg+xml" in bundle:
+        assert bundle["image/svg+xml"].lstrip().startswith("<?xml")
+
+
+def test_split_graphs_text_is_deterministic():
+    assert graphs().text() == graphs().text()
+    assert graphs().dot.source == graphs().dot.source
