@@ -1,0 +1,286 @@
+"""helpers.distributed: three ranks train exactly like one process; failures end cleanly.
+
+The multi-process tests start real processes on 127.0.0.1. The first run also starts the
+forkserver (it imports torch once), so the module shares one successful run.
+"""
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+import torch
+
+from helpers import distributed as d
+from helpers.split import POST_INPUT, build_models
+
+ROOT = Path(__file__).resolve().parent.parent
+STEPS = 4
+
+
+def rank_processes() -> list[psutil.Process]:
+    """Running rank processes under this one: spawned, or forked by the forkserver.
+
+    The forkserver itself (a direct child, whose forks share its command line) and the resource
+    tracker live as long as this process and exit with it (tested below); they are not ranks.
+    """
+    found = []
+    for p in psutil.Process().children(recursive=True):
+        try:
+            command = " ".join(p.cmdline())
+            spawned = "multiprocessing.spawn" in command
+            forked = "multiprocessing.forkserver" in command and p.ppid() != os.getpid()
+            if (spawned or forked) and p.status() != psutil.STATUS_ZOMBIE:
+                found.append(p)
+        except psutil.NoSuchProcess:
+            pass
+    return found
+
+
+def assert_nothing_left(pids: list[int]) -> None:
+    assert d.still_running(pids) == []
+    assert rank_processes() == []
+
+
+def with_marker(marker: str) -> list[psutil.Process]:
+    """Running processes whose environment holds `marker` (children inherit it)."""
+    found = []
+    for p in psutil.process_iter():
+        try:
+            if p.environ().get("SPLIT_TEST_MARKER") == marker and p.status() != "zombie":
+                found.append(p)
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            pass
+    return found
+
+
+@pytest.fixture(scope="module")
+def run() -> d.DistributedRun:
+    return d.run_distributed(steps=STEPS, deadline=240)
+
+
+@pytest.fixture(scope="module")
+def reference():
+    return d.reference_run(STEPS)
+
+
+# Pure parts -------------------------------------------------------------------------------------
+
+
+def test_message_shapes_are_what_the_models_produce():
+    models = build_models(42)
+    tokens = torch.tensor(POST_INPUT)
+    f1 = models.model1(tokens)
+    assert d.message_shapes() == {"f1": tuple(f1.shape), "f2": tuple(models.model2(f1).shape)}
+    assert d.message_shapes(tokens_shape=(32, 5))["f1"] == (32, 5, 6)
+
+
+def test_wire_record_round_trip_and_direction():
+    r = d.WireRecord(2, "backward", 2, 1, "gradient ff2.grad", (1, 5, 6), "float32", 120)
+    assert r.direction == "rank 2 → rank 1"
+    assert d.WireRecord.from_dict(r.as_dict()) == r
+
+
+def test_wire_table_columns_and_note():
+    records = [
+        d.WireRecord(s, "forward", 0, 1, "activation f1", (1, 5, 6), "float32", 120)
+        for s in (1, 2, 3)
+    ]
+    table = d.wire_table(records, steps=[2])
+    assert table.columns == ["step", "phase", "direction", "what", "shape", "bytes"]
+    assert table.column("step") == [2] and table.column("shape") == ["[1, 5, 6]"]
+    assert table.note == "3 messages, 360 payload bytes in all; shown: step 2"
+
+
+def test_bad_arguments_are_refused_before_anything_starts():
+    with pytest.raises(ValueError, match="fail_rank must be one of"):
+        d.run_distributed(fail_rank=3)
+    with pytest.raises(ValueError, match="fail_mode must be one of"):
+        d.run_distributed(fail_rank=1, fail_mode="explode")
+    with pytest.raises(ValueError, match="start_method must be"):
+        d.run_distributed(start_method="fork")
+
+
+def test_failure_message_names_the_silent_rank_of_a_chain():
+    def report(rank, status, doing, peer, **extra):
+        return {
+            "rank": rank,
+            "step": 3,
+            "phase": "forward",
+            "status": status,
+            "doing": doing,
+            "peer": peer,
+            "exitcode": 1,
+            **extra,
+        }
+
+    timeout = {"type": "PeerError", "timed_out": True, "time": 1.0, "message": "timed out"}
+    reports = {
+        0: report(0, "error", "waiting for gradient ff1.grad from rank 1", 1, **timeout),
+        1: report(1, "stopped", "sending activation f2 to rank 2", 2),
+        2: report(2, "stopped", "computing", None),
+    }
+    message, culprit = d._failure_message(reports, timeout=1, deadline=60)
+    assert culprit == 2
+    assert message.startswith("rank 2 (label holder) stopped answering at step 3 (forward)")
+
+
+def test_figures_render_with_a_stable_description():
+    records = [
+        d.WireRecord(1, "forward", 0, 1, "activation f1", (1, 5, 6), "float32", 120),
+        d.WireRecord(1, "backward", 1, 0, "gradient ff1.grad", (1, 5, 6), "float32", 120),
+    ]
+    seq = d.sequence_figure(records, step=1)
+    assert repr(seq) == "[figure: sequence diagram of step 1: 2 messages]"
+    assert seq.png().startswith(b"\x89PNG")
+    curve = d.loss_figure([1.0, 0.5], [1.0, 0.5])
+    assert repr(curve) == "[figure: loss curves, 2 steps: one process vs three processes]"
+    assert curve.png().startswith(b"\x89PNG")
+
+
+# Real processes ---------------------------------------------------------------------------------
+
+
+def test_three_processes_train_exactly_like_one(run, reference):
+    losses, models = reference
+    assert len(run.losses) == STEPS
+    torch.testing.assert_close(run.losses, losses)
+    torch.testing.assert_close(run.losses[0], 1.6084858179092407)  # the post's number
+    final = run.models().named_parameters()
+    assert final.keys() == models.named_parameters().keys()
+    for name, p in models.named_parameters().items():
+        torch.testing.assert_close(final[name], p)
+    assert_nothing_left(run.pids)
+
+
+def test_wire_log_holds_four_messages_a_step_and_nothing_else(run):
+    assert len(run.wire) == 4 * STEPS
+    step1 = [(r.phase, r.direction, r.what) for r in run.wire if r.step == 1]
+    assert step1 == [
+        ("forward", "rank 0 → rank 1", "activation f1"),
+        ("forward", "rank 1 → rank 2", "activation f2"),
+        ("backward", "rank 2 → rank 1", "gradient ff2.grad"),
+        ("backward", "rank 1 → rank 0", "gradient ff1.grad"),
+    ]
+    assert {(r.shape, r.dtype, r.nbytes) for r in run.wire} == {((1, 5, 6), "float32", 120)}
+    assert [r.step for r in run.wire] == sorted(r.step for r in run.wire)
+
+
+def test_each_rank_holds_only_its_own_model(run):
+    models = build_models(42).as_list()
+    for rank, state in run.state_dicts.items():
+        assert state.keys() == models[rank].state_dict().keys()
+
+
+def test_a_failing_rank_ends_the_run_with_its_rank_and_message(run):
+    start = time.monotonic()
+    with pytest.raises(d.DistributedRunError) as caught:
+        d.run_distributed(steps=3, fail_rank=1, fail_at_step=2, deadline=60)
+    assert time.monotonic() - start < 30
+    err = caught.value
+    assert str(err).splitlines() == [
+        "rank 1 (middle) failed at step 2 (forward): RuntimeError: "
+        "injected failure on rank 1 at step 2",
+        "All 3 processes have ended; none is left running.",
+    ]
+    assert err.rank == 1 and err.reports[1]["status"] == "error"
+    assert "injected failure" in err.reports[1]["traceback"]
+    assert_nothing_left(err.pids)
+
+
+def test_a_rank_that_dies_silently_is_named_by_its_exit_code(run):
+    with pytest.raises(
+        d.DistributedRunError, match=r"rank 0 \(client\) exited with code 3"
+    ) as caught:
+        d.run_distributed(steps=3, fail_rank=0, fail_at_step=1, fail_mode="exit", deadline=60)
+    assert caught.value.rank == 0
+    assert_nothing_left(caught.value.pids)
+
+
+def test_a_hanging_rank_is_found_through_its_neighbours_timeouts(run):
+    start = time.monotonic()
+    with pytest.raises(d.DistributedRunError, match=r"rank 2 \(label holder\) stopped answering"):
+        d.run_distributed(steps=5, fail_rank=2, fail_at_step=3, fail_mode="hang", timeout=1.5)
+    assert time.monotonic() - start < 30
+
+
+def test_the_deadline_stops_a_run_nobody_times_out(run):
+    start = time.monotonic()
+    with pytest.raises(d.DistributedRunError, match="did not finish within 4 s") as caught:
+        d.run_distributed(
+            steps=5, fail_rank=1, fail_at_step=1, fail_mode="hang", timeout=600, deadline=4
+        )
+    assert time.monotonic() - start < 4 + 10
+    err = caught.value
+    assert {r["status"] for r in err.reports.values()} == {"stopped"}
+    assert err.rank == 1 and "rank 1 (middle): was computing" in str(err)
+    assert_nothing_left(err.pids)
+
+
+def test_spawn_start_method_gives_the_same_run(reference):
+    losses, _ = reference
+    spawned = d.run_distributed(steps=1, start_method="spawn", deadline=240)
+    torch.testing.assert_close(spawned.losses, losses[:1])
+    assert_nothing_left(spawned.pids)
+
+
+def _torchrun(args: list[str], out: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
+    torchrun = Path(sys.executable).with_name("torchrun")
+    return subprocess.run(
+        [str(torchrun), *args, "-m", "helpers.distributed", "--steps", "3", "--out", str(out)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+
+
+def test_torchrun_command_runs_the_same_code(tmp_path, reference):
+    port = d.free_port()
+    done = _torchrun(
+        ["--nproc-per-node", "3", "--master-addr", "127.0.0.1", "--master-port", str(port)],
+        tmp_path,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "[rank 2] losses: 1.6085, 1.5708, 1.5349" in done.stdout
+    losses, _ = reference
+    final = {}
+    for rank in range(3):
+        result = d._load_result(tmp_path / f"rank{rank}.pt")
+        final.update({f"model{rank + 1}.{k}": v for k, v in result.state_dict.items()})
+        if rank == 2:
+            torch.testing.assert_close(result.losses, losses[:3])
+    again = d.reference_run(3)[1].named_parameters()
+    for name, p in again.items():
+        torch.testing.assert_close(final[name], p)
+
+
+def test_plain_command_checks_itself_and_leaves_no_process():
+    marker = f"plain-{os.getpid()}-{time.monotonic_ns()}"
+    done = subprocess.run(
+        [sys.executable, "-m", "helpers.distributed", "--steps", "2"],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "SPLIT_TEST_MARKER": marker},
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "step 2: loss 1.5708 (three processes), 1.5708 (one process)" in done.stdout
+    assert done.stdout.rstrip().endswith("losses and final parameters equal the single-process run")
+    end = time.monotonic() + 10  # the forkserver and resource tracker exit with their parent
+    while with_marker(marker) and time.monotonic() < end:
+        time.sleep(0.2)
+    assert with_marker(marker) == []
+
+
+def test_wrong_world_size_is_explained(monkeypatch, capsys):
+    monkeypatch.setenv("RANK", "0")
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    assert d.main(["--steps", "1"]) == 2
+    assert "needs exactly 3 processes, got WORLD_SIZE=2" in capsys.readouterr().err
