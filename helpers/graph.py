@@ -40,6 +40,14 @@ COLOURS = {
     "freed": "white",
     "view_base": "darkolivegreen3",
 }
+#: How every node is drawn (torchviz's look): filled monospace boxes.
+NODE_ATTR = {
+    "style": "filled",
+    "shape": "box",
+    "fontsize": "10",
+    "height": "0.2",
+    "fontname": "monospace",
+}
 LEGEND = {
     "output": "tensor you asked about",
     "function": "backward function (grad_fn)",
@@ -333,13 +341,7 @@ class AutogradGraph(graphviz.Digraph):
     ) -> None:
         super().__init__(
             name="autograd_graph",
-            node_attr={
-                "style": "filled",
-                "shape": "box",
-                "fontsize": "10",
-                "height": "0.2",
-                "fontname": "monospace",
-            },
+            node_attr=NODE_ATTR,
             graph_attr={
                 "ranksep": "0.25",
                 "nodesep": "0.2",

@@ -23,6 +23,7 @@ from torch import nn
 from helpers.display import Table
 from helpers.graph import (
     COLOURS,
+    NODE_ATTR,
     AutogradGraph,
     GraphData,
     GraphEdge,
@@ -465,13 +466,7 @@ class SplitGraphs:
     ) -> None:
         self.dot = graphviz.Digraph(
             name="split_graphs",
-            node_attr={
-                "style": "filled",
-                "shape": "box",
-                "fontsize": "10",
-                "height": "0.2",
-                "fontname": "monospace",
-            },
+            node_attr=NODE_ATTR,
             # size: at most 8.4 inches wide, so the picture fits a notebook column
             graph_attr={
                 "ranksep": "0.2",
