@@ -1,0 +1,405 @@
+"""Interactive explorers: thin ipywidgets over the plain functions in `helpers.widget_logic`.
+
+    from helpers.widgets import graph_explorer, backward_stepper, optimizer_lab
+    graph_explorer()
+
+Each explorer is one output whose bundle carries the live widget *and* a static snapshot of its
+initial state: an SVG picture (graph, figure and tables drawn together) and the same content as
+text. A frontend with a running kernel (JupyterLab, Colab) shows only the live widget. A viewer
+that cannot render widgets shows the picture (nbconvert and nbviewer do when the notebook has no
+saved widget state; with saved state they draw the saved widgets with the HTML manager from
+unpkg.com instead, whose HTML panes hold the same picture). nbval compares the text. The widgets
+use only the core API common to ipywidgets 7 (Colab) and 8, and never write into an Output
+widget, so displaying one prints nothing.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from helpers.widget_logic import (
+    ARRANGEMENTS,
+    OPTIMIZERS,
+    BackwardRecord,
+    ExplorerResult,
+    Frame,
+    OptimizerRun,
+    backward_frame,
+    default_backward_example,
+    explore_graph,
+    figure_html,
+    graph_html,
+    optimizer_code,
+    optimizer_run,
+    record_backward,
+    snapshot_svg,
+    table_html,
+)
+
+__all__ = [
+    "VIEW_MIME",
+    "BackwardStepper",
+    "GraphExplorer",
+    "LiveWidget",
+    "OptimizerLab",
+    "WidgetFactory",
+    "backward_stepper",
+    "graph_explorer",
+    "optimizer_lab",
+]
+
+VIEW_MIME = "application/vnd.jupyter.widget-view+json"
+HINT = "Interactive: run the notebook to use the controls. This is its initial state."
+
+
+def _pre(text: str) -> str:
+    return (
+        '<pre style="margin: 0 12px 0 0; padding: 6px; background: #f6f8fa; font-size: 12px; '
+        f'line-height: 1.35">{html.escape(text)}</pre>'
+    )
+
+
+def _caption(text: str) -> str:
+    return f'<div style="font-size: 13px; margin: 4px 0">{html.escape(text)}</div>'
+
+
+class LiveWidget:
+    """A widget plus a static snapshot of its initial state, displayed as one output.
+
+    The bundle holds the widget view (what Jupyter renders live), `image/svg+xml` and/or
+    `text/html` (what static viewers render instead) and `text/plain` (compared by nbval).
+    """
+
+    def __init__(
+        self,
+        widget: Any,
+        *,
+        text: str,
+        svg: str | None = None,
+        html_fallback: str | None = None,
+    ) -> None:
+        self.widget = widget
+        self.snapshot_text = text
+        self.snapshot_svg = svg
+        self.snapshot_html = html_fallback
+
+    def __repr__(self) -> str:
+        return self.snapshot_text
+
+    def _repr_mimebundle_(self, include=None, exclude=None, **_) -> dict[str, Any]:
+        bundle: dict[str, Any] = {
+            VIEW_MIME: {"version_major": 2, "version_minor": 0, "model_id": self.widget.model_id},
+            "text/plain": self.snapshot_text,
+        }
+        if self.snapshot_svg is not None:
+            bundle["image/svg+xml"] = self.snapshot_svg
+        if self.snapshot_html is not None:
+            bundle["text/html"] = self.snapshot_html
+        return bundle
+
+
+def _widgets():
+    import ipywidgets  # imported on first use: `import helpers` stays light
+
+    return ipywidgets
+
+
+class WidgetFactory:
+    """Makes widgets that share one default Layout and one style model per widget class.
+
+    A notebook saves the state of every widget model; by default each widget brings its own
+    Layout and style model (about 1 KB each). Sharing them keeps the saved state small.
+    """
+
+    def __init__(self) -> None:
+        w = _widgets()
+        self.layout = w.Layout()
+        self.styles: dict[type, Any] = {}
+        self._row_layout: Any = None
+        self._checkbox_layout: Any = None
+
+    def __call__(self, name: str, layout: Any = None, **kwargs: Any) -> Any:
+        """A new ipywidgets.<name>(**kwargs) with the shared layout and style when not given."""
+        cls = getattr(_widgets(), name)
+        kwargs["layout"] = layout if layout is not None else self.layout
+        if "style" not in kwargs and cls in self.styles:
+            kwargs["style"] = self.styles[cls]
+        widget = cls(**kwargs)
+        if getattr(widget, "style", None) is not None:
+            self.styles.setdefault(cls, widget.style)
+        return widget
+
+    @staticmethod
+    def new_layout(**kwargs: Any) -> Any:
+        """A Layout of its own, e.g. new_layout(width="80px"), to share among a few widgets."""
+        return _widgets().Layout(**kwargs)
+
+    def row(self, children: list[Any]) -> Any:
+        """An HBox that wraps its children onto the next line when the notebook is narrow."""
+        if self._row_layout is None:
+            self._row_layout = self.new_layout(
+                flex_flow="row wrap", align_items="flex-start", grid_gap="12px"
+            )
+        return self("HBox", children=children, layout=self._row_layout)
+
+    def checkbox(self, description: str, value: bool) -> Any:
+        """A checkbox whose whole description shows (no indent, natural width)."""
+        if self._checkbox_layout is None:
+            self._checkbox_layout = self.new_layout(width="auto", margin="0 18px 0 0")
+        cls = _widgets().Checkbox
+        style = self.styles.get(cls, {"description_width": "initial"})
+        return self(
+            "Checkbox",
+            value=value,
+            description=description,
+            indent=False,
+            style=style,
+            layout=self._checkbox_layout,
+        )
+
+
+class GraphExplorer(LiveWidget):
+    """Three toggles on a cut between two models; the code, graph and state table follow."""
+
+    def __init__(
+        self, detach: bool = False, input_requires_grad: bool = False, retain_grad: bool = False
+    ) -> None:
+        make = WidgetFactory()
+        self.controls = {
+            "detach": make.checkbox("detach at the cut (h_cut = h.detach())", detach),
+            "input_requires_grad": make.checkbox(
+                "requires_grad on the input x", input_requires_grad
+            ),
+            "retain_grad": make.checkbox("retain_grad() on the intermediate h", retain_grad),
+        }
+        self.code = make("HTML")
+        self.picture = make("HTML")
+        self.table = make("HTML")
+        self.result: ExplorerResult | None = None
+        self.update()
+        for control in self.controls.values():
+            control.observe(self.update, names="value")
+        box = make(
+            "VBox",
+            children=[
+                make.row(list(self.controls.values())),
+                make.row([self.code, self.picture]),
+                self.table,
+            ],
+        )
+        box.add_class("autograd-graph-explorer")
+        result = self.result
+        assert result is not None
+        title = "Graph explorer: " + ", ".join(f"{k}={v}" for k, v in self.settings().items())
+        super().__init__(
+            box,
+            text="\n\n".join([title, HINT, result.code, result.graph.text(), repr(result.table)]),
+            svg=snapshot_svg(result.code, result.graph, result.table, title=title),
+        )
+
+    def settings(self) -> dict[str, bool]:
+        """The toggles' current values."""
+        return {name: bool(c.value) for name, c in self.controls.items()}
+
+    def update(self, _change: object = None) -> None:
+        """Re-run the program for the current toggles and redraw."""
+        self.result = explore_graph(**self.settings())
+        self.code.value = _pre(self.result.code)
+        self.picture.value = graph_html(self.result.graph, alt="graph of y and h")
+        self.table.value = table_html(self.result.table)
+
+
+Build = Callable[[], tuple[torch.Tensor, dict[str, torch.Tensor]]]
+
+
+class BackwardStepper(LiveWidget):
+    """A slider through a backward pass in the engine's order, and a retain_graph toggle."""
+
+    def __init__(
+        self,
+        build: Build = default_backward_example,
+        *,
+        start: int = 0,
+        retain_graph: bool = False,
+    ) -> None:
+        make = WidgetFactory()
+        self.build = build
+        self._records: dict[bool, BackwardRecord] = {}
+        self._frames: dict[tuple[bool, int], Frame] = {}
+        last = len(self.record(retain_graph).steps) + 1
+        self.slider = make(
+            "IntSlider",
+            value=start,
+            min=0,
+            max=last,
+            step=1,
+            description="step",
+            continuous_update=True,
+            layout=make.new_layout(width="420px"),
+        )
+        self.retain = make.checkbox("backward(retain_graph=True)", retain_graph)
+        self.caption = make("HTML")
+        self.picture = make("HTML")
+        self.table = make("HTML")
+        self.frame: Frame | None = None
+        self.update()
+        self.slider.observe(self.update, names="value")
+        self.retain.observe(self.update, names="value")
+        note = make(
+            "HTML",
+            value=_caption(
+                f"0 = before backward(), 1 to {last - 1} = the backward functions in the order "
+                f"the engine ran them (recorded with hooks), {last} = after backward(). "
+                "Red border: running now; dashed: not run yet."
+            ),
+        )
+        box = make(
+            "VBox",
+            children=[
+                make.row([self.slider, self.retain]),
+                note,
+                self.caption,
+                make.row([self.picture, self.table]),
+            ],
+        )
+        box.add_class("autograd-backward-stepper")
+        frame = self.frame
+        assert frame is not None
+        title = f"Backward stepper at step {start} (retain_graph={retain_graph})"
+        super().__init__(
+            box,
+            text="\n\n".join([title, HINT, frame.caption, frame.graph.text(), repr(frame.table)]),
+            svg=snapshot_svg(frame.caption, frame.graph, frame.table, title=title),
+        )
+
+    def record(self, retain_graph: bool) -> BackwardRecord:
+        """The recorded backward pass for this retain_graph setting (built and run once)."""
+        if retain_graph not in self._records:
+            root, params = self.build()
+            self._records[retain_graph] = record_backward(root, params, retain_graph=retain_graph)
+        return self._records[retain_graph]
+
+    def update(self, _change: object = None) -> None:
+        """Show the frame for the slider's position and the toggle's setting."""
+        key = (bool(self.retain.value), int(self.slider.value))
+        if key not in self._frames:
+            self._frames[key] = backward_frame(self.record(key[0]), key[1])
+        self.frame = self._frames[key]
+        self.caption.value = _caption(self.frame.caption)
+        self.picture.value = graph_html(self.frame.graph, alt=self.frame.caption)
+        self.table.value = table_html(self.frame.table)
+
+
+class OptimizerLab(LiveWidget):
+    """Optimizer, learning rate, set_to_none and arrangement for one split-learning step."""
+
+    def __init__(
+        self,
+        optimizer: str = "Adam",
+        lr: float = 0.01,
+        set_to_none: bool = True,
+        arrangement: str = ARRANGEMENTS[0],
+    ) -> None:
+        make = WidgetFactory()
+        self.controls = {
+            "optimizer": make(
+                "Dropdown",
+                options=list(OPTIMIZERS),
+                value=optimizer,
+                description="optimizer",
+                layout=make.new_layout(width="260px"),
+            ),
+            "lr": make(
+                "FloatLogSlider",
+                value=lr,
+                base=10,
+                min=-4,
+                max=0,
+                step=0.5,
+                description="lr",
+                readout_format=".4g",
+                continuous_update=False,
+            ),
+            "set_to_none": make.checkbox("zero_grad(set_to_none=True)", set_to_none),
+            "arrangement": make(
+                "ToggleButtons",
+                options=list(ARRANGEMENTS),
+                value=arrangement,
+                style={"button_width": "150px"},
+            ),
+        }
+        self.code = make("HTML")
+        self.moves = make("HTML")
+        self.picture = make("HTML")
+        self.table = make("HTML")
+        self.run: OptimizerRun | None = None
+        self.update()
+        for control in self.controls.values():
+            control.observe(self.update, names="value")
+        box = make(
+            "VBox",
+            children=[
+                make.row([self.controls["optimizer"], self.controls["lr"]]),
+                make.row([self.controls["arrangement"], self.controls["set_to_none"]]),
+                make.row([self.code, self.moves]),
+                self.picture,
+                self.table,
+            ],
+        )
+        box.add_class("autograd-optimizer-lab")
+        run = self.run
+        assert run is not None
+        code = optimizer_code(optimizer, lr, set_to_none, arrangement)
+        title = "Optimizer lab: " + ", ".join(f"{k}={v!r}" for k, v in self.settings().items())
+        moves = run.moves_table()
+        super().__init__(
+            box,
+            text="\n\n".join(
+                [title, HINT, code, repr(moves), "[figure: Δ heatmaps per parameter]"]
+            ),
+            svg=snapshot_svg(code, moves, run.figure(), title=title),
+        )
+
+    def settings(self) -> dict[str, Any]:
+        """The controls' current values."""
+        return {name: c.value for name, c in self.controls.items()}
+
+    def update(self, _change: object = None) -> None:
+        """Run one split step with the current setting and redraw."""
+        s = self.settings()
+        args = (s["optimizer"], float(s["lr"]), bool(s["set_to_none"]), s["arrangement"])
+        self.run = optimizer_run(*args)
+        self.code.value = _pre(optimizer_code(*args))
+        self.moves.value = table_html(self.run.moves_table())
+        self.picture.value = figure_html(self.run.figure())
+        self.table.value = table_html(self.run.diff)
+
+
+def graph_explorer(
+    detach: bool = False, input_requires_grad: bool = False, retain_grad: bool = False
+) -> GraphExplorer:
+    """Toggles for detach at the cut, requires_grad on the input, retain_grad on h: live graph."""
+    return GraphExplorer(detach, input_requires_grad, retain_grad)
+
+
+def backward_stepper(
+    build: Build = default_backward_example,
+    start: int = 0,
+    retain_graph: bool = False,
+) -> BackwardStepper:
+    """Walk a backward pass node by node; `build()` returns a fresh (root, named tensors)."""
+    return BackwardStepper(build, start=start, retain_graph=retain_graph)
+
+
+def optimizer_lab(
+    optimizer: str = "Adam",
+    lr: float = 0.01,
+    set_to_none: bool = True,
+    arrangement: str = ARRANGEMENTS[0],
+) -> OptimizerLab:
+    """One split step of the post's three models under a chosen optimizer setting."""
+    return OptimizerLab(optimizer, lr, set_to_none, arrangement)

@@ -1,0 +1,190 @@
+"""Fixtures for the browser tests: one JupyterLab server and one Chromium for the whole session.
+
+JupyterLab serves a temporary copy of notebooks/ (a test never rewrites committed files), with its
+own config, runtime, workspace and user-settings folders. The settings turn off notebook windowing
+(every cell stays in the DOM) and the news/update notifications. Chromium is Debian's
+/usr/bin/chromium, driven by Playwright; Playwright's own browser download is never used.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = Path(os.environ.get("AUTOGRAD_CHROMIUM", "/usr/bin/chromium"))
+SCREENSHOTS = ROOT / ".artifacts" / "screenshots"
+CHROMIUM_ARGS = [
+    "--no-sandbox",  # needed when running as root (containers, CI)
+    "--disable-dev-shm-usage",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+USER_SETTINGS = {
+    "@jupyterlab/notebook-extension/tracker": {"windowingMode": "none"},
+    "@jupyterlab/apputils-extension/notification": {"fetchNews": "false", "checkForUpdates": False},
+}
+MISSING = (
+    f"the browser tests need Chromium at {CHROMIUM}, which is missing. Install it with "
+    "`sudo apt-get install chromium` (Debian/Ubuntu) or `make browser-deps`, then re-run; "
+    "Playwright's own browser download is not used."
+)
+
+
+@dataclass
+class Lab:
+    """A running JupyterLab: its address, token and the folder it serves."""
+
+    base: str
+    token: str
+    root: Path
+    log: Path
+
+    def url(self, workspace: str = "browser-tests") -> str:
+        """The address of JupyterLab in a fresh (reset) workspace, nothing open."""
+        return f"{self.base}/lab/workspaces/{workspace}?reset&token={self.token}"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            return response.status == 200
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+@pytest.fixture(scope="session")
+def chromium_path() -> Path:
+    if not CHROMIUM.exists():
+        pytest.skip(MISSING)
+    return CHROMIUM
+
+
+@pytest.fixture(scope="session")
+def lab(tmp_path_factory, chromium_path) -> Lab:
+    tmp = tmp_path_factory.mktemp("lab")
+    served = tmp / "notebooks"
+    served.mkdir()
+    for notebook in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        shutil.copy2(notebook, served / notebook.name)
+    settings = tmp / "user-settings"
+    for plugin, values in USER_SETTINGS.items():
+        path = settings / f"{plugin}.jupyterlab-settings"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(values))
+    port, token = _free_port(), secrets.token_hex(16)
+    env = dict(
+        os.environ,
+        JUPYTER_CONFIG_DIR=str(tmp / "config"),
+        JUPYTER_RUNTIME_DIR=str(tmp / "runtime"),
+        JUPYTERLAB_SETTINGS_DIR=str(settings),
+        JUPYTERLAB_WORKSPACES_DIR=str(tmp / "workspaces"),
+        IPYTHONDIR=str(tmp / "ipython"),
+        MPLCONFIGDIR=str(tmp / "matplotlib"),
+    )
+    log = tmp / "lab.log"
+    command = [
+        sys.executable,
+        "-m",
+        "jupyterlab",
+        "--no-browser",
+        "--allow-root",
+        "--ip=127.0.0.1",
+        f"--port={port}",
+        "--ServerApp.port_retries=0",
+        f"--IdentityProvider.token={token}",
+        "--LabApp.expose_app_in_browser=True",
+        f"--ServerApp.root_dir={served}",
+    ]
+    with log.open("wb") as sink:
+        proc = subprocess.Popen(
+            command, env=env, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True
+        )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 90
+        while not _answers(f"{base}/api/status?token={token}"):
+            if proc.poll() is not None:
+                pytest.fail(f"jupyter lab exited early:\n{log.read_text()[-3000:]}")
+            if time.monotonic() > deadline:
+                pytest.fail(f"jupyter lab did not answer within 90 s:\n{log.read_text()[-3000:]}")
+            time.sleep(0.3)
+        yield Lab(base, token, served, log)
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+@pytest.fixture(scope="session")
+def browser(chromium_path):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(
+            executable_path=str(chromium_path), headless=True, args=CHROMIUM_ARGS
+        )
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+@pytest.fixture(scope="session")
+def screenshots() -> Path:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    return SCREENSHOTS
+
+
+@dataclass
+class LabPage:
+    """One JupyterLab page for the whole session; notebooks are opened in it one at a time."""
+
+    page: object
+    errors: list[str]
+
+
+@pytest.fixture(scope="session")
+def lab_page(browser, lab) -> LabPage:
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda err: errors.append(str(err)))
+    page.goto(lab.url())
+    page.wait_for_function(
+        "() => window.jupyterapp && window.jupyterapp.commands.hasCommand('docmanager:open')"
+        " && !document.querySelector('#jupyterlab-splash')",
+        timeout=90_000,
+        polling=250,
+    )
+    page.evaluate("async () => { await window.jupyterapp.restored; }")
+    page.evaluate("() => window.jupyterapp.shell.collapseLeft()")
+    try:
+        yield LabPage(page, errors)
+    finally:
+        context.close()

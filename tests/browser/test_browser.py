@@ -1,0 +1,323 @@
+"""The course as a learner uses it: each notebook opened in JupyterLab in Chromium, Run All.
+
+For every notebook: no error or stderr output, every widget view rendered (not "Loading
+widget..." nor an error), every picture loaded and visible, and a screenshot in
+.artifacts/screenshots/. The explorers respond: the backward stepper's slider changes its picture,
+the graph explorer's toggle changes the graph, the optimizer lab's dropdown changes the heatmaps,
+and a quiz answer reveals its explanation. 08_check_yourself carries one of each.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.notebook_files import IDS
+
+sync_api = pytest.importorskip(
+    "playwright.sync_api", reason="the browser tests need Playwright: pip install -e '.[dev]'"
+)
+PlaywrightError, PlaywrightTimeout = sync_api.Error, sync_api.TimeoutError
+
+RUN_TIMEOUT_MS = 180_000
+WIDGET_TIMEOUT_MS = 30_000
+MAX_SCREENSHOT_HEIGHT = 30_000
+ALL_WIDGET_KINDS = {"stepper", "explorer", "optimizer lab", "quiz"}
+
+# JavaScript run in the page: the open notebook panel, found by its path.
+PANEL = """(path) => {
+    const app = window.jupyterapp;
+    if (!app) return null;
+    for (const w of app.shell.widgets('main')) {
+        if (w.context && w.context.path === path && w.content && w.sessionContext) return w;
+    }
+    return null;
+}"""
+
+KERNEL_READY = f"""(path) => {{
+    const panel = ({PANEL})(path);
+    if (!panel || !panel.content.isAttached || !panel.sessionContext.isReady) return false;
+    const kernel = panel.sessionContext.session && panel.sessionContext.session.kernel;
+    return !!kernel && kernel.status === 'idle' && kernel.connectionStatus === 'connected';
+}}"""
+
+RUN_ALL = f"""async (path) => {{
+    const app = window.jupyterapp;
+    const panel = ({PANEL})(path);
+    app.shell.activateById(panel.id);
+    await app.commands.execute('notebook:clear-all-cell-outputs');
+    for (const cell of panel.content.widgets) {{
+        if (cell.model.type === 'code') cell.model.executionCount = null;
+    }}
+    await app.commands.execute('notebook:run-all-cells');
+}}"""
+
+# Done when the kernel is idle and every code cell ran, or when a cell failed (Run All stops).
+RUN_FINISHED = f"""(path) => {{
+    const panel = ({PANEL})(path);
+    const kernel = panel.sessionContext.session.kernel;
+    const cells = panel.content.widgets.filter(c => c.model.type === 'code');
+    const failed = cells.some(c => c.model.outputs.toJSON().some(o => o.output_type === 'error'));
+    const ran = cells.every(c => c.model.executionCount !== null
+                                 && c.model.executionState !== 'running');
+    return kernel.status === 'idle' && (ran || failed);
+}}"""
+
+REPORT = f"""(path) => {{
+    const panel = ({PANEL})(path);
+    const cells = panel.content.widgets.filter(c => c.model.type === 'code');
+    const problems = [];
+    let widgetOutputs = 0;
+    cells.forEach((cell, i) => {{
+        const head = cell.model.sharedModel.getSource().split('\\n')[0].slice(0, 70);
+        if (cell.model.executionCount === null) {{
+            problems.push(`cell ${{i + 1}} did not run: ${{head}}`);
+        }}
+        for (const out of cell.model.outputs.toJSON()) {{
+            if (out.output_type === 'error') {{
+                problems.push(`cell ${{i + 1}} raised ${{out.ename}}: ${{out.evalue}} (${{head}})`);
+            }}
+            if (out.output_type === 'stream' && out.name === 'stderr') {{
+                const text = String(out.text).slice(0, 200);
+                problems.push(`cell ${{i + 1}} wrote to stderr: ${{text}}`);
+            }}
+            if (out.data && out.data['application/vnd.jupyter.widget-view+json']) widgetOutputs++;
+        }}
+    }});
+    return {{problems, widgetOutputs, codeCells: cells.length}};
+}}"""
+
+WIDGETS_SETTLED = """() => {
+    const outputs = Array.from(document.querySelectorAll('.jp-OutputArea-output'));
+    return !outputs.some(o => o.textContent.includes('Loading widget...'));
+}"""
+
+WIDGET_STATE = """() => {
+    const outputs = Array.from(document.querySelectorAll('.jp-OutputArea-output'));
+    const unrendered = /Loading widget\\.\\.\\.|Error displaying widget|javascript error/;
+    const bad = outputs.filter(o => unrendered.test(o.textContent)
+                                    || o.querySelector('.jupyter-widgets-error-widget'))
+                       .map(o => o.textContent.replace(/\\s+/g, " ").trim().slice(0, 120));
+    const views = outputs.filter(o => o.querySelector(':scope > .jupyter-widgets, .widget-box'));
+    const shown = views.filter(o => o.getBoundingClientRect().height > 20).length;
+    return {bad, views: views.length, shown};
+}"""
+
+PICTURES = """() => {
+    const imgs = Array.from(document.querySelectorAll('.jp-OutputArea-output img'));
+    const broken = imgs.filter(i => !(i.complete && i.naturalWidth > 0))
+                       .map(i => (i.alt || i.src).slice(0, 80));
+    const hidden = imgs.filter(i => i.getBoundingClientRect().width < 10).length;
+    return {count: imgs.length, broken, hidden};
+}"""
+
+
+def picture_src(page, selector: str) -> str:
+    """The src of the first picture inside the first element matching `selector`."""
+    return page.locator(f"{selector} img").first.get_attribute("src") or ""
+
+
+def wait_for_new_picture(page, selector: str, old: str) -> str:
+    """Wait until the widget's picture differs from `old`; return the new src."""
+    page.wait_for_function(
+        """([selector, old]) => {
+            const img = document.querySelector(selector + ' img');
+            return img && img.getAttribute('src') !== old && img.complete && img.naturalWidth > 0;
+        }""",
+        arg=[selector, old],
+        timeout=WIDGET_TIMEOUT_MS,
+    )
+    return picture_src(page, selector)
+
+
+def exercise_stepper(page) -> None:
+    """Move the backward stepper's slider with the keyboard: picture and caption follow."""
+    stepper = ".autograd-backward-stepper"
+    page.locator(stepper).first.scroll_into_view_if_needed()
+    before = picture_src(page, stepper)
+    handle = page.locator(f"{stepper} .noUi-handle, {stepper} .ui-slider-handle").first
+    handle.focus()
+    handle.press("ArrowRight")
+    after = wait_for_new_picture(page, stepper, before)
+    assert after != before
+    caption = page.locator(stepper).first.inner_text()
+    assert "Step 1 of" in caption, caption[:300]
+    for _ in range(40):  # on to the end: "After backward()"
+        if "After backward()" in page.locator(stepper).first.inner_text():
+            break
+        handle.press("ArrowRight")
+        page.wait_for_timeout(150)
+    assert "After backward()" in page.locator(stepper).first.inner_text()
+
+
+def exercise_explorer(page) -> None:
+    """Toggle 'detach at the cut': the graph and the shown code change."""
+    explorer = ".autograd-graph-explorer"
+    page.locator(explorer).first.scroll_into_view_if_needed()
+    before = picture_src(page, explorer)
+    box = page.locator(f"{explorer} input[type=checkbox]").first
+    box.click()
+    wait_for_new_picture(page, explorer, before)
+    text = page.locator(explorer).first.inner_text()
+    assert ("h_cut = h.detach()" in text) == box.is_checked(), text[:300]
+    toggled = picture_src(page, explorer)
+    box.click()  # back to where it was
+    assert wait_for_new_picture(page, explorer, toggled) == before
+
+
+def exercise_optimizer_lab(page) -> None:
+    """Choose another optimizer: the heatmaps change."""
+    lab = ".autograd-optimizer-lab"
+    page.locator(lab).first.scroll_into_view_if_needed()
+    before = picture_src(page, lab)
+    select = page.locator(f"{lab} select").first
+    current = select.input_value()
+    select.select_option("SGD" if current != "SGD" else "Adam")
+    wait_for_new_picture(page, lab, before)
+
+
+def exercise_quiz(page) -> None:
+    """Answer the first quiz question: the explanation is revealed."""
+    quiz = page.locator(".autograd-quiz").first
+    quiz.scroll_into_view_if_needed()
+    question = quiz.locator(".autograd-question").first
+    assert "Misconception" not in question.inner_text()
+    question.locator("button").first.click()
+    page.wait_for_function(
+        """() => {
+            const q = document.querySelector('.autograd-quiz .autograd-question');
+            return q && q.innerText.includes('Misconception');
+        }""",
+        timeout=WIDGET_TIMEOUT_MS,
+    )
+
+
+EXERCISES = {
+    "stepper": (".autograd-backward-stepper", exercise_stepper),
+    "explorer": (".autograd-graph-explorer", exercise_explorer),
+    "optimizer lab": (".autograd-optimizer-lab", exercise_optimizer_lab),
+    "quiz": (".autograd-quiz", exercise_quiz),
+}
+
+_exercised: dict[str, set[str]] = {}
+
+
+SCROLLER = f"""(path) => ({PANEL})(path).content.node.querySelector('.jp-WindowedPanel-outer')"""
+
+
+def screenshot(page, name: str, path: Path) -> None:
+    """The whole notebook, top to bottom, in one picture (a viewport as tall as the notebook)."""
+    height = page.evaluate(f"(path) => ({SCROLLER})(path).scrollHeight", name)
+    width = page.viewport_size["width"]
+    page.set_viewport_size({"width": width, "height": min(height + 160, MAX_SCREENSHOT_HEIGHT)})
+    page.evaluate(f"(path) => ({SCROLLER})(path).scrollTo(0, 0)", name)
+    page.wait_for_timeout(700)
+    page.screenshot(path=str(path))
+    page.set_viewport_size({"width": width, "height": 900})
+
+
+OPEN = """async (path) => {
+    await window.jupyterapp.commands.execute('docmanager:open', {path, factory: 'Notebook'});
+}"""
+
+CLOSE = f"""async (path) => {{
+    const panel = ({PANEL})(path);
+    if (!panel) return;
+    if (panel.sessionContext.session) await panel.sessionContext.shutdown();
+    panel.dispose();
+}}"""
+
+
+def run_notebook_in_lab(lab_page, screenshots: Path, name: str) -> dict:
+    """Open a notebook in JupyterLab, Run All, check outputs and widgets, take a screenshot.
+
+    Returns the seconds each phase took. The notebook is closed and its kernel shut down at the
+    end, so the next notebook has the CPU to itself.
+    """
+    page, errors_before = lab_page.page, len(lab_page.errors)
+    phases: dict[str, float] = {}
+    clock = time.monotonic()
+
+    def phase(label: str) -> None:
+        nonlocal clock
+        now = time.monotonic()
+        phases[label] = round(now - clock, 1)
+        clock = now
+
+    try:
+        page.evaluate(OPEN, name)
+        page.wait_for_function(KERNEL_READY, arg=name, timeout=90_000, polling=250)
+        phase("open + kernel")
+        page.evaluate(RUN_ALL, name)
+        page.wait_for_function(RUN_FINISHED, arg=name, timeout=RUN_TIMEOUT_MS, polling=250)
+        phase("run all")
+        report = page.evaluate(REPORT, name)
+        assert not report["problems"], f"{name}:\n" + "\n".join(report["problems"])
+
+        page.wait_for_function(WIDGETS_SETTLED, timeout=WIDGET_TIMEOUT_MS, polling=250)
+        widgets = page.evaluate(WIDGET_STATE)
+        assert not widgets["bad"], f"{name}: widgets not rendered: {widgets['bad']}"
+        assert widgets["views"] >= report["widgetOutputs"], (name, widgets, report)
+        assert widgets["shown"] == widgets["views"], (name, widgets)
+
+        try:  # pictures decode and get laid out asynchronously
+            page.wait_for_function(
+                f"() => {{ const p = ({PICTURES})(); "
+                "return p.count > 0 && !p.broken.length && !p.hidden; }",
+                timeout=WIDGET_TIMEOUT_MS,
+                polling=250,
+            )
+        except PlaywrightTimeout:
+            pass  # the assertions below say what is wrong
+        pictures = page.evaluate(PICTURES)
+        assert pictures["count"] > 0, f"{name} shows no picture"
+        assert not pictures["broken"], f"{name}: pictures that did not load: {pictures['broken']}"
+        assert not pictures["hidden"], f"{name}: {pictures['hidden']} pictures have no size"
+        phase("checks")
+
+        screenshot(page, name, screenshots / name.replace(".ipynb", ".png"))
+        phase("screenshot")
+
+        exercised = set()
+        for kind, (selector, exercise) in EXERCISES.items():
+            if page.locator(selector).count():
+                exercise(page)
+                exercised.add(kind)
+        _exercised[name] = exercised
+        phase("widgets")
+        errors = lab_page.errors[errors_before:]
+        assert not errors, f"{name}: errors in the page: {errors[:3]}"
+        return phases
+    finally:
+        try:  # one kernel at a time: the next notebook gets the CPU
+            page.evaluate(CLOSE, name)
+        except PlaywrightError:
+            pass
+        phase("close")
+        TIMINGS[name] = phases
+
+
+TIMINGS: dict[str, dict[str, float]] = {}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def write_timings(screenshots):
+    yield
+    lines = [f"{name}: {phases}" for name, phases in TIMINGS.items()]
+    (screenshots / "timings.txt").write_text("\n".join(lines) + "\n")
+
+
+@pytest.mark.parametrize("name", IDS)
+def test_notebook_runs_in_jupyterlab(lab_page, screenshots, name):
+    run_notebook_in_lab(lab_page, screenshots, name)
+
+
+def test_check_yourself_exercises_every_kind_of_widget(lab_page, screenshots):
+    name = "08_check_yourself.ipynb"
+    if name not in IDS:
+        pytest.fail(f"{name} is missing")
+    if name not in _exercised:  # run alone (e.g. with -k): run the notebook here
+        run_notebook_in_lab(lab_page, screenshots, name)
+    assert _exercised[name] >= ALL_WIDGET_KINDS, _exercised[name]

@@ -1,0 +1,234 @@
+"""helpers.quiz (predict-then-reveal questions) and the checkers of notebook 08."""
+
+import re
+
+import pytest
+import torch
+
+from helpers.exercises.check_yourself import check_order, check_question, engine_order
+from helpers.quiz import (
+    CHOICES,
+    QUESTIONS,
+    TOPICS,
+    Question,
+    Quiz,
+    answer_table,
+    questions,
+    quiz,
+    reveal_html,
+)
+from helpers.widgets import VIEW_MIME
+
+
+@pytest.mark.parametrize("question", QUESTIONS, ids=[f"{q.topic}-{q.prompt}" for q in QUESTIONS])
+def test_stated_answer_is_what_torch_does(question):
+    assert question.run().answer == question.answer
+
+
+@pytest.mark.parametrize("question", QUESTIONS, ids=[f"{q.topic}-{q.prompt}" for q in QUESTIONS])
+def test_question_is_complete(question):
+    assert question.topic in TOPICS
+    assert question.prompt.endswith("?")
+    assert question.answer in CHOICES
+    assert len(question.misconception) > 20 and len(question.fact) > 40
+    compile(question.code, "<question>", "exec")
+
+
+def test_every_topic_has_questions_and_the_three_kinds_are_asked():
+    for topic in TOPICS:
+        assert len(questions(topic)) >= 3, topic
+    prompts = " ".join(q.prompt for q in QUESTIONS)
+    assert "grad` None" in prompts  # is .grad None?
+    assert "raise" in prompts  # does this raise?
+    assert "share storage" in prompts  # do these share storage?
+    answers = [q.answer for q in QUESTIONS]
+    assert 0.3 < answers.count("yes") / len(answers) < 0.7  # no "always yes" strategy
+
+
+def test_questions_by_topic_and_unknown_topics():
+    assert questions() == QUESTIONS
+    assert {q.topic for q in questions("leaf", "split")} == {"leaf", "split"}
+    with pytest.raises(ValueError, match="topics are: leaf, backward"):
+        questions("leaves")
+
+
+def test_running_a_question_captures_errors_and_warnings():
+    leaf = questions("leaf")[0]  # reads y.grad of a non-leaf: torch warns
+    seen = leaf.run()
+    assert seen.detail == "`y.grad is None` is True."
+    assert any("not a leaf Tensor" in w for w in seen.warnings)
+    raising = next(q for q in QUESTIONS if q.probe is None and q.answer == "yes")
+    assert raising.run().detail.startswith("RuntimeError: ")
+
+
+def test_running_questions_leaves_the_random_state_alone():
+    torch.manual_seed(7)
+    state = torch.get_rng_state()
+    for q in questions("split"):  # these create Linear layers
+        q.run()
+    assert torch.equal(state, torch.get_rng_state())
+
+
+def test_a_probe_question_whose_program_fails_is_reported():
+    broken = Question("leaf", "Is it?", "1 / 0", "yes", "m" * 30, "f" * 50, probe="True")
+    with pytest.raises(AssertionError, match="raised ZeroDivisionError"):
+        broken.run()
+
+
+def test_reveal_names_the_misconception():
+    q = questions("freeing")[0]
+    seen = q.run()
+    right = reveal_html(q, seen, "yes")
+    wrong = reveal_html(q, seen, "no")
+    neutral = reveal_html(q, seen)
+    assert "✅ Right: yes." in right and "❌ Not quite: the answer is yes." in wrong
+    assert "Answer: yes." in neutral
+    for text in (right, wrong, neutral):
+        assert "<b>Misconception:</b> backward() can be called as often as you like." in text
+        assert "Trying to backward through the graph a second time" in text
+
+
+def test_quiz_widget_reveals_on_click():
+    shown = quiz("detach", start=8)
+    assert [len(b) for b in shown.buttons] == [2, 2, 2]
+    assert all(r.value == "" for r in shown.reveals)
+    yes, no = shown.buttons[0]
+    yes.click()
+    assert "✅ Right: yes." in shown.reveals[0].value
+    assert yes.button_style == "success" and no.button_style == ""
+    assert shown.answer(1, "yes") is False
+    assert shown.buttons[1][0].button_style == "danger"
+    assert "Misconception" in shown.reveals[1].value
+
+
+def test_quiz_output_carries_a_static_version():
+    shown = quiz("freeing", title="Freeing the graph", start=14)
+    bundle = shown._repr_mimebundle_()
+    assert set(bundle) == {VIEW_MIME, "text/html", "text/plain"}
+    html = bundle["text/html"]
+    assert html.count("<details>") == 3 and "Show the answer" in html
+    assert "14. Does the last line raise an error?" in bundle["text/plain"]
+    assert "Answer: no. It ran without an error." in bundle["text/plain"]
+    assert "0x" not in bundle["text/plain"]
+    assert "autograd-quiz" in shown.widget._dom_classes
+    again = quiz("freeing", title="Freeing the graph", start=14)._repr_mimebundle_()
+    assert again["text/html"] == html and again["text/plain"] == bundle["text/plain"]
+
+
+def test_prompts_show_code_in_html():
+    html = quiz("leaf")._repr_mimebundle_()["text/html"]
+    assert "1. After this, is <code>y.grad</code> None?" in html
+
+
+def test_quiz_refuses_a_wrong_stated_answer():
+    q = questions("freeing")[0]
+    wrong = Question(q.topic, q.prompt, q.code, "no", q.misconception, q.fact, q.probe)
+    with pytest.raises(AssertionError, match="says 'no', but running it gives 'yes'"):
+        Quiz([wrong])
+
+
+def test_answer_table_agrees():
+    table = answer_table(questions("backward"))
+    assert table.column("agree") == [True] * 4
+    assert table.column("question")[0] == "1. Has `w` changed?"
+
+
+# ---- notebook 08's checkers --------------------------------------------------------------------
+
+GOOD = Question(
+    topic="leaf",
+    prompt="Does y require grad?",
+    code="x = torch.ones(2, requires_grad=True)\nwith torch.no_grad():\n    y = x * 2",
+    answer="no",
+    misconception="a result computed from a tensor that requires grad always requires grad.",
+    fact="inside torch.no_grad() nothing is recorded: y has no grad_fn.",
+    probe="y.requires_grad",
+)
+
+
+def variant(**changes):
+    fields = {k: getattr(GOOD, k) for k in GOOD.__dataclass_fields__}
+    fields.update(changes)
+    return Question(**fields)
+
+
+def test_check_question_accepts_a_good_question():
+    result = check_question(GOOD)
+    assert result.ok, result
+    assert "running it gives 'no'" in repr(result)
+
+
+def test_check_question_placeholder_is_a_friendly_not_yet():
+    placeholder = variant(prompt=..., code=..., answer=..., misconception=..., fact=..., probe=...)
+    result = check_question(placeholder)
+    assert not result.ok
+    assert result.messages == [
+        "replace the `...` of prompt, code, answer, misconception, fact, probe"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"answer": "yes"}, "your answer is 'yes', but running it gives 'no'"),
+        ({"answer": "True"}, "answer should be 'yes' or 'no'"),
+        ({"prompt": "Does y require grad"}, "ending in '?'"),
+        ({"topic": "leaves"}, "topic should be one of leaf, backward"),
+        ({"fact": ""}, "fact should say, in a sentence, what really happens"),
+        ({"probe": "y.no_such_thing"}, "evaluating the probe raised AttributeError"),
+        ({"code": "x = (", "probe": None}, "not valid Python"),
+        ({"code": "y = 1 / 0"}, "with a probe, the program itself must run"),
+        ({"probe": 3}, "probe should be an expression as a string"),
+    ],
+)
+def test_check_question_says_what_is_wrong(changes, message):
+    result = check_question(variant(**changes))
+    assert not result.ok
+    assert message in " ".join(result.messages), result.messages
+
+
+def test_check_question_needs_a_question():
+    assert "make a Question(...)" in check_question("Is it?").messages[0]
+
+
+def build_exercise():
+    a = torch.tensor([1.0, 2.0], requires_grad=True)
+    b = torch.tensor([3.0, 4.0], requires_grad=True)
+    z = (a * b).sum() + a.exp().sum()
+    return z, {"a": a, "b": b, "z": z}
+
+
+RIGHT_ORDER = [
+    "AddBackward0",
+    "SumBackward0",
+    "ExpBackward0",
+    "SumBackward0",
+    "MulBackward0",
+    "AccumulateGrad",
+    "AccumulateGrad",
+]
+
+
+def test_engine_order_of_the_exercise():
+    assert engine_order(build_exercise) == RIGHT_ORDER
+
+
+def test_check_order_right_and_wrong():
+    assert check_order(RIGHT_ORDER, build_exercise).ok
+    assert check_order(tuple(RIGHT_ORDER), build_exercise).ok
+    forward_order = RIGHT_ORDER[:2] + ["MulBackward0"] + RIGHT_ORDER[3:]
+    result = check_order(forward_order, build_exercise)
+    assert not result.ok
+    assert result.messages[0].startswith(
+        "step 3: you said MulBackward0, the engine ran ExpBackward0"
+    )
+    one_accumulate = RIGHT_ORDER[:-1]
+    message = " ".join(check_order(one_accumulate, build_exercise).messages)
+    assert "the engine ran 7 backward functions, you listed 6" in message
+
+
+@pytest.mark.parametrize("placeholder", [[...], ..., "AddBackward0", [1, 2]])
+def test_check_order_placeholders_and_wrong_types(placeholder):
+    result = check_order(placeholder, build_exercise)
+    assert not result.ok
+    assert re.search(r"replace the `\.\.\.`|give a list of names", result.messages[0])
