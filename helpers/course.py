@@ -8,6 +8,8 @@ and Colab setup cells, and re-executing notebooks in place.
 
 from __future__ import annotations
 
+import json
+import re
 import sys
 from pathlib import Path
 
@@ -135,6 +137,42 @@ def sync_notebook(path: Path, write: bool = True) -> list[str]:
     return changes
 
 
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+_MODEL_ID = re.compile(r"[0-9a-f]{32}")
+
+
+def stabilise_widget_ids(nb) -> None:
+    """Renumber widget model ids (random per run) in order of use, so re-runs diff cleanly."""
+    state = nb.metadata.get("widgets", {}).get(WIDGET_STATE, {}).get("state")
+    if not state:
+        return
+    order: list[str] = []
+
+    def visit(text: str) -> None:
+        for found in _MODEL_ID.findall(text):
+            if found in state and found not in order:
+                order.append(found)
+
+    visit(json.dumps(nb.cells, sort_keys=True))
+    for model_id in order:  # grows while we walk: children after their parents
+        visit(json.dumps(state[model_id], sort_keys=True))
+    order += sorted(set(state) - set(order), key=lambda i: json.dumps(state[i], sort_keys=True))
+    mapping = {old: f"{n + 1:032x}" for n, old in enumerate(order)}
+    text = _MODEL_ID.sub(lambda m: mapping.get(m.group(0), m.group(0)), json.dumps(nb))
+    renumbered = json.loads(text)
+    new_state = renumbered["metadata"]["widgets"][WIDGET_STATE]["state"]
+    renumbered["metadata"]["widgets"][WIDGET_STATE]["state"] = dict(sorted(new_state.items()))
+    nb.clear()
+    nb.update(nbformat_node(renumbered))
+
+
+def nbformat_node(data: dict):
+    """A dict as an nbformat NotebookNode (attribute access like nbformat.read gives)."""
+    import nbformat
+
+    return nbformat.from_dict(data)
+
+
 def execute_notebook(path: Path, timeout: int = 600) -> None:
     """Run a notebook top to bottom in a fresh kernel and write the outputs back in place."""
     import nbformat
@@ -149,6 +187,7 @@ def execute_notebook(path: Path, timeout: int = 600) -> None:
         record_timing=False,
     )
     client.execute()
+    stabilise_widget_ids(nb)
     nb.metadata["kernelspec"] = {
         "display_name": "Python 3 (ipykernel)",
         "language": "python",

@@ -14,6 +14,7 @@ __all__ = [
     "ParamChange",
     "ParamDiff",
     "ParamDiffReport",
+    "diff_figure",
     "param_diff",
     "show_param_diff",
     "snapshot",

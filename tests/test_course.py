@@ -43,3 +43,33 @@ def test_check_command_reports_stale_cells(tmp_path):
     assert course.main(["check", str(path)]) == 1
     assert course.main(["sync", str(path)]) == 0
     assert course.main(["check", str(path)]) == 0
+
+
+def test_widget_ids_are_renumbered_in_order_of_use():
+    import nbformat
+    from nbformat.v4 import new_code_cell, new_notebook
+
+    child, parent = "b" * 32, "a" * 32
+    view = {"application/vnd.jupyter.widget-view+json": {"model_id": parent, "version_major": 2}}
+    cell = new_code_cell("w")
+    cell.outputs = [nbformat.v4.new_output("display_data", data=view)]
+    nb = new_notebook(cells=[cell])
+    nb.metadata["widgets"] = {
+        course.WIDGET_STATE: {
+            "state": {
+                child: {"state": {}},
+                parent: {"state": {"children": [f"IPY_MODEL_{child}"]}},
+            },
+            "version_major": 2,
+            "version_minor": 0,
+        }
+    }
+    course.stabilise_widget_ids(nb)
+    state = nb.metadata.widgets[course.WIDGET_STATE]["state"]
+    first, second = f"{1:032x}", f"{2:032x}"
+    assert list(state) == [first, second]
+    assert state[first]["state"]["children"] == [f"IPY_MODEL_{second}"]
+    assert (
+        nb.cells[0].outputs[0].data[course.WIDGET_STATE.replace("state", "view")]["model_id"]
+        == first
+    )

@@ -94,3 +94,9 @@ def test_links_to_other_notebooks_resolve(nb):
         for target in re.findall(r"\]\(([^)#\s]+\.ipynb)", cell.source):
             if not target.startswith("http"):
                 assert (path.parent / target).exists(), f"{path.name} links to missing {target}"
+
+
+def test_widget_ids_are_stable_so_reruns_diff_cleanly(nb):
+    _, notebook = nb
+    state = notebook.metadata.get("widgets", {}).get(course.WIDGET_STATE, {}).get("state", {})
+    assert list(state) == [f"{n + 1:032x}" for n in range(len(state))]
