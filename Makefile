@@ -42,8 +42,12 @@ lint: $(STAMP)
 unit: $(STAMP)
 	$(BIN)/python -m pytest tests -q
 
+# Strict nbval, then again with torch's CPU kernels forced to other instruction sets: outputs that
+# a learner's CPU could print differently (AVX-512 here, AVX2 or plain elsewhere) fail here first.
 notebooks: $(STAMP)
 	$(BIN)/python -m pytest $(NBVAL) -q $(NB)
+	ATEN_CPU_CAPABILITY=avx2 $(BIN)/python -m pytest $(NBVAL) -q $(NB)
+	ATEN_CPU_CAPABILITY=default $(BIN)/python -m pytest $(NBVAL) -q $(NB)
 
 # Re-run notebooks in place from a fresh kernel, so committed outputs are what the pins produce.
 execute: $(STAMP)
