@@ -38,6 +38,7 @@ __all__ = [
     "POST_LABEL",
     "POST_SEED",
     "SPLIT_ORDER",
+    "TOKEN_TARGET",
     "MLPem0",
     "SplitGraphs",
     "SplitModels",
@@ -57,6 +58,8 @@ __all__ = [
     "run_split",
     "split_graphs",
     "split_step",
+    "token_loss",
+    "token_tensors",
 ]
 
 POST_SEED = 42
@@ -64,6 +67,8 @@ POST_INPUT = [[2, 1, 3, 0, 9]]
 #: The post's label: called one-hot there, but CrossEntropyLoss reads it as 3 class indices along
 #: the output's dim 1 (see notebook 06).
 POST_LABEL = [[0, 1, 0]]
+#: The label the post meant: each of the 5 tokens has the one-hot label [0, 1, 0], i.e. class 1.
+TOKEN_TARGET = [[1, 1, 1, 1, 1]]
 #: The order of the backward stages in the split flow: the label holder first, the client last.
 SPLIT_ORDER = (3, 2, 1)
 
@@ -150,6 +155,33 @@ def post_tensors() -> tuple[torch.Tensor, torch.Tensor]:
     return torch.tensor(POST_INPUT), torch.tensor(POST_LABEL)
 
 
+def token_tensors() -> tuple[torch.Tensor, torch.Tensor]:
+    """The post's input and the label it meant: one class index (1) per token."""
+    return torch.tensor(POST_INPUT), torch.tensor(TOKEN_TARGET)
+
+
+def token_loss(out: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """The loss the post meant: cross-entropy per token (classes in the last dim), averaged.
+
+    `out` [..., C] is flattened to [N, C] and `target` (class indices) to [N]. Unlike the post's
+    call, every parameter, biases included, gets a gradient that is not zero by construction.
+    """
+    return nn.functional.cross_entropy(out.reshape(-1, out.shape[-1]), target.reshape(-1))
+
+
+LossFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+
+
+def _label_holder(
+    model3: MLP2L, features: torch.Tensor, label: torch.Tensor, loss_fn: LossFn | None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Model 3's output and loss: its own (the post's) loss, or `loss_fn(out, label)`."""
+    if loss_fn is None:
+        return model3(features, label)
+    out = model3.layer(features)
+    return out, loss_fn(out, label)
+
+
 def clone_models(models: SplitModels) -> SplitModels:
     """An independent deep copy (parameters and any .grad), to run a second flow alongside."""
     twin = copy.deepcopy(models)
@@ -210,9 +242,14 @@ def split_step(
     tokens: torch.Tensor,
     label: torch.Tensor,
     optimizers: list[torch.optim.Optimizer] | None = None,
+    *,
+    loss_fn: LossFn | None = None,
 ) -> SplitResult:
-    """One training step of the post's split flow; steps each model's optimizer if given."""
-    return run_split(models, tokens, label, optimizers)
+    """One training step of the post's split flow; steps each model's optimizer if given.
+
+    `loss_fn(out, label)` replaces the post's loss (e.g. `token_loss` with `TOKEN_TARGET`).
+    """
+    return run_split(models, tokens, label, optimizers, loss_fn=loss_fn)
 
 
 def _check_stages(values: Collection[int], argument: str) -> None:
@@ -231,6 +268,7 @@ def run_split(
     order: Sequence[int] = SPLIT_ORDER,
     handoff: Mapping[int, str] | None = None,
     zero_grad: Collection[int] | None = None,
+    loss_fn: LossFn | None = None,
 ) -> SplitResult:
     """One split step, stage by stage, with knobs to reproduce the usual mistakes.
 
@@ -242,6 +280,8 @@ def run_split(
     - `handoff`: stage -> name of the tensor whose `.grad` that stage receives (default
       `{2: "ff2", 1: "ff1"}`; the bug: `{1: "ff2"}`).
     - `zero_grad`: the models whose optimizer is zeroed (default: all that have one).
+    - `loss_fn`: `loss_fn(out, label)` instead of model 3's own loss (the post's), e.g.
+      `token_loss` with the label `TOKEN_TARGET`.
     Errors torch raises (e.g. backward with a `.grad` that is still None) propagate unchanged.
     """
     if optimizers is not None and len(optimizers) != 3:
@@ -262,7 +302,7 @@ def run_split(
     ff1 = cut_fn(f1)
     f2 = models.model2(ff1)
     ff2 = cut_fn(f2)
-    out, loss = models.model3(ff2, label)
+    out, loss = _label_holder(models.model3, ff2, label, loss_fn)
     result = SplitResult(f1, ff1, f2, ff2, out, loss)
     tensors = {"f1": f1, "ff1": ff1, "f2": f2, "ff2": ff2, "out": out, "loss": loss}
     roots = {3: "loss", 2: "f2", 1: "f1"}
@@ -291,8 +331,13 @@ def joint_step(
     tokens: torch.Tensor,
     label: torch.Tensor,
     optimizers: list[torch.optim.Optimizer] | None = None,
+    *,
+    loss_fn: LossFn | None = None,
 ) -> SplitResult:
-    """The same step with no cuts: one graph, one backward; f1 and f2 retain their grads."""
+    """The same step with no cuts: one graph, one backward; f1 and f2 retain their grads.
+
+    `loss_fn(out, label)`, when given, replaces the post's loss as in `run_split`.
+    """
     calls = []
     if optimizers is not None:
         for opt in optimizers:
@@ -302,7 +347,7 @@ def joint_step(
     f1.retain_grad()
     f2 = models.model2(f1)
     f2.retain_grad()
-    out, loss = models.model3(f2, label)
+    out, loss = _label_holder(models.model3, f2, label, loss_fn)
     loss.backward()
     calls.append("loss.backward()")
     if optimizers is not None:

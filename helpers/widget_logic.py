@@ -9,7 +9,8 @@ returned picture and table on screen. Everything here is ordinary data: code tex
 - `record_backward` and `backward_frame`: a backward pass recorded node by node with hooks on
   every backward function, and the picture and table of any step of it.
 - `optimizer_run`: one split-learning step of the first post's three models with a chosen
-  optimizer arrangement, with what each `step()` call moved.
+  optimizer arrangement, with what each `step()` call moved (with the post's loss, or with the
+  per-token loss it meant).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from helpers.state import describe_grad, tensor_state
 
 __all__ = [
     "ARRANGEMENTS",
+    "LOSSES",
     "OPTIMIZERS",
     "BackwardRecord",
     "BackwardStep",
@@ -498,6 +500,9 @@ def default_backward_example() -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
 
 OPTIMIZERS = ("SGD", "SGD with momentum", "Adam")
 ARRANGEMENTS = ("one per model", "one for all three")
+#: The post's CrossEntropyLoss call (every bias gradient is zero up to rounding noise, so which
+#: biases Adam moves depends on the CPU), or the per-token loss it meant (real bias gradients).
+LOSSES = ("the post's", "per token")
 STAGES = ("loss.backward()", "f2.backward(ff2.grad)", "f1.backward(ff1.grad)")
 MODELS = ("model1", "model2", "model3")
 
@@ -512,7 +517,9 @@ def _make_optimizer(name: str, params: list[torch.Tensor], lr: float) -> torch.o
     raise ValueError(f"unknown optimizer {name!r}; choose one of {', '.join(OPTIMIZERS)}")
 
 
-def optimizer_code(optimizer: str, lr: float, set_to_none: bool, arrangement: str) -> str:
+def optimizer_code(
+    optimizer: str, lr: float, set_to_none: bool, arrangement: str, loss: str = LOSSES[0]
+) -> str:
     """The lines that build the optimizers and run one split step, for one lab setting."""
     make = {
         "SGD": "torch.optim.SGD({params}, lr={lr})",
@@ -527,8 +534,13 @@ def optimizer_code(optimizer: str, lr: float, set_to_none: bool, arrangement: st
         everything = "[p for m in models for p in m.parameters()]"
         build = "opt = " + make.format(params=everything, lr=lr_text) + "  # one for all"
         pick = "opt"
+    _check_loss(loss)
+    lines = []
+    if loss == LOSSES[1]:
+        lines.append("loss = token_loss(out, target)  # per token: target [[1, 1, 1, 1, 1]]")
     return "\n".join(
-        [
+        lines
+        + [
             build,
             "for stage, backward in [(2, loss.backward), (1, f2.backward), (0, f1.backward)]:",
             f"    {pick}.zero_grad(set_to_none={set_to_none})",
@@ -536,6 +548,11 @@ def optimizer_code(optimizer: str, lr: float, set_to_none: bool, arrangement: st
             f"    {pick}.step()",
         ]
     )
+
+
+def _check_loss(loss: str) -> None:
+    if loss not in LOSSES:
+        raise ValueError(f"unknown loss {loss!r}; choose one of {', '.join(LOSSES)}")
 
 
 class _RecordingOptimizer:
@@ -578,6 +595,7 @@ class OptimizerRun:
     diff: ParamDiff
     moves: list[list[bool]] = field(default_factory=list)  # per step() call, per model
     same_as_per_model: list[bool] = field(default_factory=list)  # per model
+    loss: str = LOSSES[0]
 
     def moves_table(self) -> Table:
         """Which models each optimizer.step() call moved, and the totals."""
@@ -599,13 +617,22 @@ class OptimizerRun:
         title = (
             f"{self.optimizer}, lr={self.lr:g}, {self.arrangement}, set_to_none={self.set_to_none}"
         )
+        if self.loss != LOSSES[0]:
+            title += f", {self.loss} loss"
         return diff_figure(self.diff, title=title)
 
 
 def _split_run(
-    optimizer: str, lr: float, set_to_none: bool, arrangement: str
+    optimizer: str, lr: float, set_to_none: bool, arrangement: str, loss: str = LOSSES[0]
 ) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor], list[list[bool]]]:
-    from helpers.split import POST_INPUT, POST_LABEL, build_models, split_step
+    from helpers.split import (
+        POST_INPUT,
+        POST_LABEL,
+        TOKEN_TARGET,
+        build_models,
+        split_step,
+        token_loss,
+    )
 
     models = build_models()
     modules = models.as_list()
@@ -628,11 +655,13 @@ def _split_run(
         raise ValueError(
             f"unknown arrangement {arrangement!r}; choose one of {', '.join(ARRANGEMENTS)}"
         )
+    per_token = loss == LOSSES[1]
     split_step(
         models,
         torch.tensor(POST_INPUT),
-        torch.tensor(POST_LABEL),
+        torch.tensor(TOKEN_TARGET if per_token else POST_LABEL),
         optimizers,  # type: ignore[arg-type]
+        loss_fn=token_loss if per_token else None,
     )
     return before, snapshot(models.named_parameters()), moves
 
@@ -642,19 +671,25 @@ def optimizer_run(
     lr: float = 0.01,
     set_to_none: bool = True,
     arrangement: str = ARRANGEMENTS[0],
+    loss: str = LOSSES[0],
 ) -> OptimizerRun:
     """One split step of the post's three models (seed 42) under this optimizer setting.
 
-    The global random state is left as it was: the models are built inside `fork_rng`.
+    `loss` is the post's CrossEntropyLoss call (`LOSSES[0]`, the default) or the per-token loss it
+    meant (`LOSSES[1]`: `helpers.split.token_loss` with `TOKEN_TARGET`). The global random state
+    is left as it was: the models are built inside `fork_rng`.
     """
+    _check_loss(loss)
     with torch.random.fork_rng(devices=[]):
-        before, after, moves = _split_run(optimizer, lr, set_to_none, arrangement)
+        before, after, moves = _split_run(optimizer, lr, set_to_none, arrangement, loss)
         reference = after
         if arrangement != ARRANGEMENTS[0]:
-            _, reference, _ = _split_run(optimizer, lr, set_to_none, ARRANGEMENTS[0])
+            _, reference, _ = _split_run(optimizer, lr, set_to_none, ARRANGEMENTS[0], loss)
     same = [
         all(torch.equal(after[k], reference[k]) for k in after if k.startswith(f"{m}."))
         for m in MODELS
     ]
     diff = param_diff(before, after)
-    return OptimizerRun(optimizer, lr, set_to_none, arrangement, before, after, diff, moves, same)
+    return OptimizerRun(
+        optimizer, lr, set_to_none, arrangement, before, after, diff, moves, same, loss
+    )

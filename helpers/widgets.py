@@ -23,6 +23,7 @@ import torch
 
 from helpers.widget_logic import (
     ARRANGEMENTS,
+    LOSSES,
     OPTIMIZERS,
     BackwardRecord,
     ExplorerResult,
@@ -295,7 +296,10 @@ class BackwardStepper(LiveWidget):
 
 
 class OptimizerLab(LiveWidget):
-    """Optimizer, learning rate, set_to_none and arrangement for one split-learning step."""
+    """Optimizer, learning rate, set_to_none and arrangement for one split-learning step.
+
+    `loss` (fixed for the widget's life, not a control): the post's loss or the per-token one.
+    """
 
     def __init__(
         self,
@@ -303,7 +307,9 @@ class OptimizerLab(LiveWidget):
         lr: float = 0.01,
         set_to_none: bool = True,
         arrangement: str = ARRANGEMENTS[0],
+        loss: str = LOSSES[0],
     ) -> None:
+        self.loss = loss
         make = WidgetFactory()
         self.controls = {
             "optimizer": make(
@@ -353,8 +359,10 @@ class OptimizerLab(LiveWidget):
         box.add_class("autograd-optimizer-lab")
         run = self.run
         assert run is not None
-        code = optimizer_code(optimizer, lr, set_to_none, arrangement)
+        code = optimizer_code(optimizer, lr, set_to_none, arrangement, loss)
         title = "Optimizer lab: " + ", ".join(f"{k}={v!r}" for k, v in self.settings().items())
+        if loss != LOSSES[0]:
+            title += f", loss={loss!r}"
         moves = run.moves_table()
         super().__init__(
             box,
@@ -372,8 +380,8 @@ class OptimizerLab(LiveWidget):
         """Run one split step with the current setting and redraw."""
         s = self.settings()
         args = (s["optimizer"], float(s["lr"]), bool(s["set_to_none"]), s["arrangement"])
-        self.run = optimizer_run(*args)
-        self.code.value = _pre(optimizer_code(*args))
+        self.run = optimizer_run(*args, loss=self.loss)
+        self.code.value = _pre(optimizer_code(*args, loss=self.loss))
         self.moves.value = table_html(self.run.moves_table())
         self.picture.value = figure_html(self.run.figure())
         self.table.value = table_html(self.run.diff)
@@ -400,6 +408,10 @@ def optimizer_lab(
     lr: float = 0.01,
     set_to_none: bool = True,
     arrangement: str = ARRANGEMENTS[0],
+    loss: str = LOSSES[0],
 ) -> OptimizerLab:
-    """One split step of the post's three models under a chosen optimizer setting."""
-    return OptimizerLab(optimizer, lr, set_to_none, arrangement)
+    """One split step of the post's three models under a chosen optimizer setting.
+
+    `loss="per token"` uses the loss the post meant, so every parameter has a real gradient.
+    """
+    return OptimizerLab(optimizer, lr, set_to_none, arrangement, loss)

@@ -9,6 +9,7 @@ import torch
 from helpers import widget_logic as logic
 from helpers.widget_logic import (
     ARRANGEMENTS,
+    LOSSES,
     backward_frame,
     compact_png,
     default_backward_example,
@@ -220,6 +221,39 @@ def test_one_optimizer_for_all_three(optimizer, set_to_none, counts):
     }
 
 
+@pytest.mark.parametrize(
+    ("optimizer", "set_to_none", "counts"),
+    [("Adam", False, [1, 2, 3]), ("SGD", False, [1, 1, 1]), ("Adam", True, [1, 1, 1])],
+)
+def test_one_optimizer_for_all_three_with_the_per_token_loss(optimizer, set_to_none, counts):
+    run = optimizer_run(optimizer, 0.01, set_to_none, ARRANGEMENTS[1], loss=LOSSES[1])
+    assert run.loss == "per token"
+    assert moved_counts(run) == counts
+    assert run.same_as_per_model == [c == 1 for c in counts]
+
+
+def test_per_token_loss_moves_every_parameter_biases_included():
+    run = optimizer_run("Adam", 0.01, True, ARRANGEMENTS[0], loss=LOSSES[1])
+    assert run.diff.unchanged == []  # with the post's loss the biases' moves are CPU noise
+    assert run.diff["model1.embed.weight"].n_changed == 30
+    assert max(float(run.diff[name].max_abs) for name in run.diff.changed) == pytest.approx(
+        0.01, rel=1e-3
+    )
+    post = optimizer_run("Adam", 0.01, True, ARRANGEMENTS[0])
+    assert post.loss == LOSSES[0] == "the post's"
+    assert not torch.equal(post.after["model3.layer.weight"], run.after["model3.layer.weight"])
+
+
+def test_optimizer_code_shows_the_per_token_loss_only_when_chosen():
+    plain = optimizer_code("Adam", 0.01, True, ARRANGEMENTS[0])
+    assert "token_loss" not in plain
+    assert plain == optimizer_code("Adam", 0.01, True, ARRANGEMENTS[0], LOSSES[0])
+    token = optimizer_code("Adam", 0.01, True, ARRANGEMENTS[0], LOSSES[1])
+    assert token.startswith("loss = token_loss(out, target)") and token.endswith(plain)
+    with pytest.raises(ValueError, match="choose one of the post's, per token"):
+        optimizer_code("Adam", 0.01, True, ARRANGEMENTS[0], "sum")
+
+
 def test_optimizer_run_leaves_the_global_random_state_alone():
     torch.manual_seed(123)
     state = torch.get_rng_state()
@@ -232,6 +266,8 @@ def test_optimizer_run_rejects_unknown_choices():
         optimizer_run("RMSprop")
     with pytest.raises(ValueError, match="choose one of one per model"):
         optimizer_run(arrangement="two")
+    with pytest.raises(ValueError, match="unknown loss 'mean'"):
+        optimizer_run(loss="mean")
 
 
 def test_optimizer_code_shows_the_setting():
@@ -359,6 +395,17 @@ def test_optimizer_lab_controls_rerun_the_step():
     # The post's loss gives the biases gradients that are rounding noise (about 1e-8): their
     # changes differ between CPUs, so the compared text leaves the per-parameter numbers out.
     assert "max |Δ|" not in text and "model1.layer.bias" not in text
+
+
+def test_optimizer_lab_with_the_per_token_loss_keeps_it_across_updates():
+    lab = optimizer_lab(loss=LOSSES[1])
+    assert lab.run.loss == LOSSES[1] and "token_loss" in lab.code.value
+    text = lab._repr_mimebundle_()["text/plain"]
+    assert "loss='per token'" in text and "token_loss(out, target)" in text
+    lab.controls["set_to_none"].value = False
+    assert lab.run.loss == LOSSES[1] and "token_loss" in lab.code.value
+    default = optimizer_lab()._repr_mimebundle_()["text/plain"]
+    assert "loss=" not in default and "token_loss" not in default
 
 
 def test_widget_factory_shares_layouts_and_styles():
