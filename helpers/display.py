@@ -107,14 +107,20 @@ class Figure:
         self.figure = figure
         self.description = description
         self.dpi = dpi
+        self._png: bytes | None = None
 
     def png(self) -> bytes:
-        """The figure as PNG bytes (no version metadata, so re-runs give equal bytes)."""
-        buffer = io.BytesIO()
-        self.figure.savefig(
-            buffer, format="png", dpi=self.dpi, bbox_inches="tight", metadata={"Software": None}
-        )
-        return buffer.getvalue()
+        """The figure as PNG bytes (no version metadata, so re-runs give equal bytes).
+
+        Drawn once and kept: a figure shown in several places is rendered only once.
+        """
+        if self._png is None:
+            buffer = io.BytesIO()
+            self.figure.savefig(
+                buffer, format="png", dpi=self.dpi, bbox_inches="tight", metadata={"Software": None}
+            )
+            self._png = buffer.getvalue()
+        return self._png
 
     def __repr__(self) -> str:
         return f"[figure: {self.description}]"

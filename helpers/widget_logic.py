@@ -613,13 +613,18 @@ class OptimizerRun:
         return Table(["step() after", *MODELS], rows + [totals, same])
 
     def figure(self) -> Figure:
-        """Heatmaps of what changed, per parameter."""
-        title = (
-            f"{self.optimizer}, lr={self.lr:g}, {self.arrangement}, set_to_none={self.set_to_none}"
-        )
-        if self.loss != LOSSES[0]:
-            title += f", {self.loss} loss"
-        return diff_figure(self.diff, title=title)
+        """Heatmaps of what changed, per parameter (drawn once, then reused)."""
+        cached = self.__dict__.get("_figure")
+        if cached is None:
+            title = (
+                f"{self.optimizer}, lr={self.lr:g}, {self.arrangement}, "
+                f"set_to_none={self.set_to_none}"
+            )
+            if self.loss != LOSSES[0]:
+                title += f", {self.loss} loss"
+            cached = diff_figure(self.diff, title=title)
+            object.__setattr__(self, "_figure", cached)
+        return cached
 
 
 def _split_run(
