@@ -3,30 +3,15 @@
 import os
 import secrets
 import signal
-import socket
 import subprocess
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import pytest
 
+from tests.local_http import free_port, http_status
+
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def status(url: str) -> int:
-    try:
-        with urllib.request.urlopen(url, timeout=5) as response:
-            return response.status
-    except urllib.error.HTTPError as err:
-        return err.code
 
 
 @pytest.fixture
@@ -56,7 +41,7 @@ def lab(tmp_path):
             if proc.poll() is not None:
                 pytest.fail(f"make lab exited early: {log.read_text()[-2000:]}")
             try:
-                if status(f"{base}/api/status?token={token}") == 200:
+                if http_status(f"{base}/api/status?token={token}") == 200:
                     break
             except OSError:
                 time.sleep(0.5)
@@ -74,9 +59,9 @@ def lab(tmp_path):
 
 def test_lab_answers_with_token_and_refuses_without(lab):
     base, token = lab
-    assert status(f"{base}/api/status?token={token}") == 200
-    assert status(f"{base}/api/status") == 403
+    assert http_status(f"{base}/api/status?token={token}") == 200
+    assert http_status(f"{base}/api/status") == 403
     assert (
-        status(f"{base}/api/contents/00_start_here.ipynb?token={token}") == 200
+        http_status(f"{base}/api/contents/00_start_here.ipynb?token={token}") == 200
     )  # serves notebooks/
-    assert status(f"{base}/lab?token={token}") == 200
+    assert http_status(f"{base}/lab?token={token}") == 200

@@ -13,16 +13,15 @@ import os
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from tests.local_http import free_port, http_status
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = Path(os.environ.get("AUTOGRAD_CHROMIUM", "/usr/bin/chromium"))
@@ -61,17 +60,10 @@ class Lab:
         return f"{self.base}/lab/workspaces/{workspace}?reset&token={self.token}"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _answers(url: str) -> bool:
     try:
-        with urllib.request.urlopen(url, timeout=2) as response:
-            return response.status == 200
-    except (urllib.error.URLError, OSError):
+        return http_status(url, timeout=2) == 200
+    except OSError:
         return False
 
 
@@ -94,7 +86,7 @@ def lab(tmp_path_factory, chromium_path) -> Lab:
         path = settings / f"{plugin}.jupyterlab-settings"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(values))
-    port, token = _free_port(), secrets.token_hex(16)
+    port, token = free_port(), secrets.token_hex(16)
     env = dict(
         os.environ,
         JUPYTER_CONFIG_DIR=str(tmp / "config"),
