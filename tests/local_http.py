@@ -1,6 +1,9 @@
 """For tests that start a server on this machine: a free port, and the status a URL answers."""
 
+import os
+import signal
 import socket
+import subprocess
 import urllib.error
 import urllib.request
 
@@ -19,3 +22,13 @@ def http_status(url: str, timeout: float = 5) -> int:
             return response.status
     except urllib.error.HTTPError as err:
         return err.code
+
+
+def stop_process_group(proc: subprocess.Popen) -> None:
+    """End a server started with start_new_session=True, and everything it started."""
+    os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()

@@ -2,14 +2,13 @@
 
 import os
 import secrets
-import signal
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.local_http import free_port, http_status
+from tests.local_http import free_port, http_status, stop_process_group
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -44,17 +43,13 @@ def lab(tmp_path):
                 if http_status(f"{base}/api/status?token={token}") == 200:
                     break
             except OSError:
-                time.sleep(0.5)
+                pass  # not listening yet
+            time.sleep(0.5)
         else:
             pytest.fail("JupyterLab did not answer within 90 s")
         yield base, token
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        stop_process_group(proc)
 
 
 def test_lab_answers_with_token_and_refuses_without(lab):

@@ -12,7 +12,6 @@ import json
 import os
 import secrets
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -21,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.local_http import free_port, http_status
+from tests.local_http import free_port, http_status, stop_process_group
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = Path(os.environ.get("AUTOGRAD_CHROMIUM", "/usr/bin/chromium"))
@@ -125,12 +124,7 @@ def lab(tmp_path_factory, chromium_path) -> Lab:
             time.sleep(0.3)
         yield Lab(base, token, served, log)
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        stop_process_group(proc)
 
 
 @pytest.fixture(scope="session")
