@@ -101,12 +101,15 @@ class Figure:
     """A matplotlib figure shown as a PNG at a modest DPI, with a short stable text form.
 
     Build it from `matplotlib.figure.Figure` directly (no pyplot): nothing leaks into global state.
+    `tight=True` crops the picture to what is drawn, which costs a second drawing pass; a figure
+    laid out with fixed margins passes `tight=False` and is drawn once.
     """
 
-    def __init__(self, figure: Any, *, description: str, dpi: int = 72) -> None:
+    def __init__(self, figure: Any, *, description: str, dpi: int = 72, tight: bool = True) -> None:
         self.figure = figure
         self.description = description
         self.dpi = dpi
+        self.tight = tight
         self._png: bytes | None = None
 
     def png(self) -> bytes:
@@ -117,7 +120,11 @@ class Figure:
         if self._png is None:
             buffer = io.BytesIO()
             self.figure.savefig(
-                buffer, format="png", dpi=self.dpi, bbox_inches="tight", metadata={"Software": None}
+                buffer,
+                format="png",
+                dpi=self.dpi,
+                bbox_inches="tight" if self.tight else None,
+                metadata={"Software": None},
             )
             self._png = buffer.getvalue()
         return self._png

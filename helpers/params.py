@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -159,6 +160,13 @@ def _as_matrix(delta: torch.Tensor) -> torch.Tensor:
     return delta.reshape(delta.shape[0], -1)
 
 
+# The heatmap grid's layout, in inches: fixed margins, so the figure is drawn once (no tight crop).
+CELL_WIDTH, CELL_HEIGHT = 2.6, 1.9  # one parameter's heatmap and its two-line title
+LEFT, COLOURBAR_GAP, COLOURBAR_WIDTH, COLOURBAR_ROOM = 0.15, 0.25, 0.13, 0.95  # room: ticks, label
+TITLE_ROOM, TITLE_LINE, BOTTOM = 0.75, 0.18, 0.1
+TITLE_CHARS_PER_INCH = 11  # suptitle at 10 pt: wrap it so it never runs past the figure's edge
+
+
 def diff_figure(diff: ParamDiff, title: str | None = None, columns: int = 4) -> Figure:
     """Heatmaps of Δ per parameter on one shared, symmetric colour scale (white = unchanged)."""
     from matplotlib.colors import Normalize
@@ -167,11 +175,22 @@ def diff_figure(diff: ParamDiff, title: str | None = None, columns: int = 4) -> 
     changes = diff.changes
     columns = max(1, min(columns, len(changes)))
     rows = math.ceil(len(changes) / columns)
-    height = 1.9 * rows + 0.5
-    fig = MplFigure(figsize=(2.6 * columns + 0.8, height))
-    # Fixed margins instead of constrained layout: half the drawing time, the same picture.
+    grid_width = CELL_WIDTH * columns
+    width = LEFT + grid_width + COLOURBAR_GAP + COLOURBAR_WIDTH + COLOURBAR_ROOM
+    title_lines = textwrap.wrap(
+        title or "Parameter change (white: unchanged)", int(width * TITLE_CHARS_PER_INCH)
+    )
+    top_room = TITLE_ROOM + TITLE_LINE * (len(title_lines) - 1)
+    height = CELL_HEIGHT * rows - 0.2 + top_room + BOTTOM
+    fig = MplFigure(figsize=(width, height))
+    bottom, top = BOTTOM / height, 1 - top_room / height
     fig.subplots_adjust(
-        left=0.02, right=0.86, bottom=0.03, top=1 - 0.75 / height, hspace=0.55, wspace=0.12
+        left=LEFT / width,
+        right=(LEFT + grid_width) / width,
+        bottom=bottom,
+        top=top,
+        hspace=0.55,
+        wspace=0.12,
     )
     largest = max((c.max_abs for c in changes), default=0.0) or 1.0
     norm = Normalize(vmin=-largest, vmax=largest)
@@ -185,11 +204,19 @@ def diff_figure(diff: ParamDiff, title: str | None = None, columns: int = 4) -> 
     for ax in list(axes.flat)[len(changes) :]:
         ax.set_visible(False)
     if image is not None:
-        bar = fig.add_axes((0.89, 0.12, 0.015, 0.7))
+        span = (top - bottom) * 0.85
+        bar = fig.add_axes(
+            (
+                (LEFT + grid_width + COLOURBAR_GAP) / width,
+                bottom + (top - bottom - span) / 2,
+                COLOURBAR_WIDTH / width,
+                span,
+            )
+        )
         fig.colorbar(image, cax=bar, label="Δ = after − before")
-    fig.suptitle(title or "Parameter change (white: unchanged)", fontsize=10)
+    fig.suptitle("\n".join(title_lines), fontsize=10)
     names = ", ".join(diff.changed) or "none"
-    return Figure(fig, description=f"Δ heatmaps; changed: {names}")
+    return Figure(fig, description=f"Δ heatmaps; changed: {names}", tight=False)
 
 
 class ParamDiffReport(Stack):
