@@ -16,6 +16,7 @@ returned picture and table on screen. Everything here is ordinary data: code tex
 from __future__ import annotations
 
 import base64
+import functools
 import html
 import io
 import re
@@ -88,6 +89,7 @@ def table_html(table: Table) -> str:
     return table._repr_html_().replace(cell, padded)
 
 
+@functools.lru_cache(maxsize=16)  # the live picture and the static snapshot share one figure
 def compact_png(png: bytes, colors: int = 64) -> bytes:
     """The PNG with at most `colors` colours (no dithering): heatmaps stay exact, bytes shrink."""
     from PIL import Image

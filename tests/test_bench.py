@@ -1,0 +1,82 @@
+"""`make bench`'s bookkeeping: the probe, the floors and the ratios, with a fake clock."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests import bench
+
+
+def test_floor_source_imports_torch_helpers_and_the_given_libraries():
+    assert bench.floor_source() == "import torch\nimport helpers"
+    assert bench.floor_source(["torch._dynamo", "ipywidgets"]).splitlines() == [
+        "import torch",
+        "import helpers",
+        "import torch._dynamo",
+        "import ipywidgets",
+    ]
+
+
+def test_the_probe_names_exactly_the_one_time_libraries_a_process_has_loaded():
+    code = "import ipywidgets\n" + bench.PROBE
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    outputs = [{"output_type": "stream", "name": "stdout", "text": out.stdout}]
+    assert bench.probed_libraries(outputs) == ["ipywidgets"]
+
+
+def test_a_probe_without_its_line_is_an_error_not_an_empty_list():
+    with pytest.raises(ValueError, match="bench-probe"):
+        bench.probed_libraries([{"output_type": "stream", "text": "something else\n"}])
+
+
+class FakeRunner:
+    """Floor 2 s; each one-time library adds 1 s; notebooks take what the table says."""
+
+    def __init__(self, notebooks: dict[str, tuple[float, list[str]]]) -> None:
+        self.notebooks = notebooks
+        self.calls: list[str] = []
+
+    def __call__(self, path, libraries):
+        if path is None:
+            self.calls.append("library floor" if libraries else "floor")
+            return 2.0 + len(libraries), list(libraries)
+        self.calls.append(path.name)
+        return self.notebooks[path.name]
+
+
+def test_notebooks_are_timed_against_their_floor_and_their_library_floor():
+    runner = FakeRunner({"01_a.ipynb": (3.0, []), "02_b.ipynb": (6.5, ["torch._dynamo"])})
+    paths = [Path("01_a.ipynb"), Path("02_b.ipynb")]
+    rows, (suite, own) = bench.bench_notebooks(2, paths, run=runner)
+
+    assert runner.calls[:3] == ["floor", "01_a.ipynb", "floor"]  # no libraries: plain floor
+    assert runner.calls[6:9] == ["floor", "02_b.ipynb", "library floor"]
+    assert rows[0]["value"].startswith("1.00 s") and rows[0]["met"]
+    assert rows[1]["value"].startswith("4.50 s") and not rows[1]["met"]
+    assert "(torch._dynamo): 1.00 s" in rows[1]["value"]
+    assert suite["value"].startswith("2.38×") and not suite["met"]  # 9.5 s vs 4 s
+    assert own["value"].startswith("1.90×") and own["met"] is None  # 9.5 s vs 5 s
+
+
+def test_07_has_its_own_target():
+    runner = FakeRunner({"07_split_across_processes.ipynb": (9.0, [])})
+    rows, _ = bench.bench_notebooks(1, [Path("07_split_across_processes.ipynb")], run=runner)
+    assert rows[0]["target"] == "≤ 10 s" and rows[0]["met"]
+
+
+def test_informational_rows_render_as_not_applicable():
+    _, suite = bench.bench_notebooks(
+        1, [Path("01_a.ipynb")], run=FakeRunner({"01_a.ipynb": (2.5, [])})
+    )
+    text = bench.render(suite, repeat=1)
+    assert text.count("| NO |") == 0 and "| yes |" in text and "| n/a |" in text
+
+
+def test_only_must_match_a_notebook(capsys):
+    with pytest.raises(SystemExit):
+        bench.main(["--only", "no-such-notebook"])
+    assert "matches no notebook" in capsys.readouterr().err
