@@ -160,10 +160,13 @@ def _as_matrix(delta: torch.Tensor) -> torch.Tensor:
     return delta.reshape(delta.shape[0], -1)
 
 
-# The heatmap grid's layout, in inches: fixed margins, so the figure is drawn once (no tight crop).
-CELL_WIDTH, CELL_HEIGHT = 2.6, 1.9  # one parameter's heatmap and its two-line title
-LEFT, COLOURBAR_GAP, COLOURBAR_WIDTH, COLOURBAR_ROOM = 0.15, 0.25, 0.13, 0.95  # room: ticks, label
-TITLE_ROOM, TITLE_LINE, BOTTOM = 0.75, 0.18, 0.1
+# The heatmap grid's layout, in inches. Every heatmap is an image in one shared Axes (an Axes per
+# parameter costs more to build and draw than the images themselves), and the margins are fixed,
+# so the figure is drawn once: no tight-crop second pass.
+CELL_WIDTH, CELL_HEIGHT = 2.6, 1.9  # one parameter: its two-line title, then its heatmap
+CELL_GAP, CELL_TITLE = 0.25, 0.42  # space between heatmaps; room for a heatmap's title
+LEFT, COLOURBAR_GAP, COLOURBAR_WIDTH, COLOURBAR_ROOM = 0.15, 0.1, 0.13, 0.95  # room: ticks, label
+TITLE_ROOM, TITLE_LINE, BOTTOM = 0.15, 0.18, 0.12
 TITLE_CHARS_PER_INCH = 11  # suptitle at 10 pt: wrap it so it never runs past the figure's edge
 
 
@@ -171,50 +174,62 @@ def diff_figure(diff: ParamDiff, title: str | None = None, columns: int = 4) -> 
     """Heatmaps of Δ per parameter on one shared, symmetric colour scale (white = unchanged)."""
     from matplotlib.colors import Normalize
     from matplotlib.figure import Figure as MplFigure
+    from matplotlib.patches import Rectangle
 
     changes = diff.changes
     columns = max(1, min(columns, len(changes)))
-    rows = math.ceil(len(changes) / columns)
-    grid_width = CELL_WIDTH * columns
+    rows = max(1, math.ceil(len(changes) / columns))
+    grid_width, grid_height = CELL_WIDTH * columns, CELL_HEIGHT * rows
     width = LEFT + grid_width + COLOURBAR_GAP + COLOURBAR_WIDTH + COLOURBAR_ROOM
     title_lines = textwrap.wrap(
         title or "Parameter change (white: unchanged)", int(width * TITLE_CHARS_PER_INCH)
     )
-    top_room = TITLE_ROOM + TITLE_LINE * (len(title_lines) - 1)
-    height = CELL_HEIGHT * rows - 0.2 + top_room + BOTTOM
+    top_room = TITLE_ROOM + TITLE_LINE * len(title_lines)
+    height = BOTTOM + grid_height + top_room
     fig = MplFigure(figsize=(width, height))
-    bottom, top = BOTTOM / height, 1 - top_room / height
-    fig.subplots_adjust(
-        left=LEFT / width,
-        right=(LEFT + grid_width) / width,
-        bottom=bottom,
-        top=top,
-        hspace=0.55,
-        wspace=0.12,
-    )
+    # One Axes over the grid, its data coordinates in inches from the grid's bottom-left corner.
+    grid = fig.add_axes((LEFT / width, BOTTOM / height, grid_width / width, grid_height / height))
+    grid.set_xlim(0, grid_width)
+    grid.set_ylim(0, grid_height)
+    grid.set_axis_off()
     largest = max((c.max_abs for c in changes), default=0.0) or 1.0
     norm = Normalize(vmin=-largest, vmax=largest)
-    axes = fig.subplots(rows, columns, squeeze=False)
     image = None
-    for ax, change in zip(axes.flat, changes, strict=False):
-        image = ax.imshow(_as_matrix(change.delta).numpy(), cmap="RdBu_r", norm=norm, aspect="auto")
-        ax.set_title(f"{change.name}\n{change.n_changed}/{change.numel} changed", fontsize=8)
-        ax.set_xticks([])
-        ax.set_yticks([])
-    for ax in list(axes.flat)[len(changes) :]:
-        ax.set_visible(False)
+    for k, change in enumerate(changes):
+        left = (k % columns) * CELL_WIDTH
+        top = grid_height - (k // columns) * CELL_HEIGHT - CELL_TITLE
+        right, bottom = left + CELL_WIDTH - CELL_GAP, top - (CELL_HEIGHT - CELL_TITLE - CELL_GAP)
+        image = grid.imshow(
+            _as_matrix(change.delta).numpy(),
+            cmap="RdBu_r",
+            norm=norm,
+            aspect="auto",
+            interpolation="nearest",
+            extent=(left, right, bottom, top),
+        )
+        grid.add_patch(
+            Rectangle((left, bottom), right - left, top - bottom, fill=False, linewidth=0.8)
+        )
+        grid.text(
+            (left + right) / 2,
+            top + 0.05,
+            f"{change.name}\n{change.n_changed}/{change.numel} changed",
+            ha="center",
+            va="bottom",
+            fontsize=8,
+        )
     if image is not None:
-        span = (top - bottom) * 0.85
+        span = (CELL_HEIGHT * rows - CELL_TITLE - CELL_GAP) * 0.85
         bar = fig.add_axes(
             (
                 (LEFT + grid_width + COLOURBAR_GAP) / width,
-                bottom + (top - bottom - span) / 2,
+                (BOTTOM + CELL_GAP + (grid_height - CELL_TITLE - CELL_GAP - span) / 2) / height,
                 COLOURBAR_WIDTH / width,
-                span,
+                span / height,
             )
         )
         fig.colorbar(image, cax=bar, label="Δ = after − before")
-    fig.suptitle("\n".join(title_lines), fontsize=10)
+    fig.suptitle("\n".join(title_lines), fontsize=10, y=1 - 0.08 / height, va="top")
     names = ", ".join(diff.changed) or "none"
     return Figure(fig, description=f"Δ heatmaps; changed: {names}", tight=False)
 
