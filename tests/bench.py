@@ -11,8 +11,11 @@
 
 Where the time goes: some libraries cost a notebook a fixed amount the first time a kernel loads
 them (import, and the matching teardown when the kernel exits), whatever the notebook does with
-them. The first `torch.optim` optimizer imports `torch._dynamo` (torch's `@_disable_dynamo`),
-the first figure imports matplotlib, the first widget ipywidgets. A probe cell appended to each
+them. Torch loads some of its own parts lazily: the first `torch.optim` optimizer imports
+`torch._dynamo` (torch's `@_disable_dynamo`), the first `backward(gradient)` imports
+`torch.fx.experimental.symbolic_shapes` and sympy (to check the gradient's shape), the first
+`torch.testing.assert_close` imports `torch.distributed.tensor`. The first figure imports
+matplotlib, the first widget ipywidgets (`ONE_TIME_LIBRARIES`). A probe cell appended to each
 notebook run reports which of these the notebook loaded; a third kernel per round, the *library
 floor*, imports torch, helpers and exactly those. Its excess over the floor is reported next to
 each notebook, and the suite is also compared with the library floors: what the course's own
@@ -43,8 +46,11 @@ DEFAULT_ABOVE_FLOOR = 3.0
 TARGET_GRAPH_RATIO = 1.1
 TARGET_IMPORT = 0.2
 # Libraries with a large one-time cost in a kernel, and what makes a notebook load them.
+# torch loads three of its own lazily; the probe finds them whoever imported them first.
 ONE_TIME_LIBRARIES = {
-    "torch._dynamo": "the first torch.optim optimizer",
+    "torch._dynamo": "the first torch.optim optimizer (torch's @_disable_dynamo)",
+    "torch.fx.experimental.symbolic_shapes": "the first backward(gradient) (its shape check)",
+    "torch.distributed.tensor": "the first torch.testing.assert_close (its DTensor check)",
     "matplotlib.figure": "the first figure",
     "ipywidgets": "the first widget",
 }
