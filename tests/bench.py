@@ -46,13 +46,16 @@ DEFAULT_ABOVE_FLOOR = 3.0
 TARGET_GRAPH_RATIO = 1.1
 TARGET_IMPORT = 0.2
 # Libraries with a large one-time cost in a kernel, and what makes a notebook load them.
-# torch loads three of its own lazily; the probe finds them whoever imported them first.
+# Module → the short name the table uses. torch loads the first three lazily: the first
+# torch.optim optimizer (torch's @_disable_dynamo), the first backward(gradient) (its shape
+# check) and the first torch.testing.assert_close (its DTensor check). The probe finds them
+# whoever imported them first.
 ONE_TIME_LIBRARIES = {
-    "torch._dynamo": "the first torch.optim optimizer (torch's @_disable_dynamo)",
-    "torch.fx.experimental.symbolic_shapes": "the first backward(gradient) (its shape check)",
-    "torch.distributed.tensor": "the first torch.testing.assert_close (its DTensor check)",
-    "matplotlib.figure": "the first figure",
-    "ipywidgets": "the first widget",
+    "torch._dynamo": "torch._dynamo",
+    "torch.fx.experimental.symbolic_shapes": "symbolic_shapes",
+    "torch.distributed.tensor": "DTensor",
+    "matplotlib.figure": "matplotlib",
+    "ipywidgets": "ipywidgets",
 }
 PROBE_MARK = "bench-probe:"
 PROBE = (
@@ -127,7 +130,7 @@ def bench_notebooks(
         above = paired_median(times["notebooks"], times["floor"])
         target = TARGET_ABOVE_FLOOR.get(path.name, DEFAULT_ABOVE_FLOOR)
         one_time = paired_median(times["library floor"], times["floor"])
-        loaded = ", ".join(libraries) or "none"
+        loaded = ", ".join(ONE_TIME_LIBRARIES[m] for m in libraries) or "none"
         rows.append(
             {
                 "measure": f"{path.name}: Run All minus floor",
