@@ -49,7 +49,9 @@ class FakeRunner:
 
 
 def test_notebooks_are_timed_against_their_floor_and_their_library_floor():
-    runner = FakeRunner({"01_a.ipynb": (3.0, []), "02_b.ipynb": (6.5, ["torch._dynamo", "matplotlib.figure"])})
+    runner = FakeRunner(
+        {"01_a.ipynb": (3.0, []), "02_b.ipynb": (6.5, ["torch._dynamo", "matplotlib.figure"])}
+    )
     paths = [Path("01_a.ipynb"), Path("02_b.ipynb")]
     rows, (suite, own) = bench.bench_notebooks(2, paths, run=runner)
 

@@ -284,3 +284,14 @@ def test_wrong_world_size_is_explained(monkeypatch, capsys):
     monkeypatch.setenv("WORLD_SIZE", "2")
     assert d.main(["--steps", "1"]) == 2
     assert "needs exactly 3 processes, got WORLD_SIZE=2" in capsys.readouterr().err
+
+
+def test_stop_forkserver_ends_server_and_tracker_and_the_next_run_starts_them_again(run):
+    assert d.start_forkserver()
+    ended = d.stop_forkserver()
+    assert sorted(ended) == ["forkserver", "resource tracker"]
+    assert d.still_running(list(ended.values())) == []
+    assert d.stop_forkserver() == {}  # nothing left to stop
+    again = d.run_distributed(steps=2, deadline=240)
+    assert again.losses == run.losses[:2]
+    assert_nothing_left(again.pids)
