@@ -8,6 +8,8 @@
    between the notebook's run and the floor kernel run just before it.
 3. `show_graph` (build + SVG + text form) vs raw torchviz (build + SVG) on a ~1,200-edge graph.
 4. `import torch, helpers` over `import torch`, in fresh interpreters.
+5. Whether the machine kept one speed: the spread of all floor kernel runs. Seconds measured
+   while something else used the machine are stretched; this row says when that happened.
 
 Where the time goes: some libraries cost a notebook a fixed amount the first time a kernel loads
 them (import, and the matching teardown when the kernel exits), whatever the notebook does with
@@ -45,6 +47,7 @@ TARGET_ABOVE_FLOOR = {"07_split_across_processes.ipynb": 10.0}
 DEFAULT_ABOVE_FLOOR = 3.0
 TARGET_GRAPH_RATIO = 1.1
 TARGET_IMPORT = 0.2
+STEADY = 0.15  # floor kernels further than this from their median: the machine was disturbed
 # Libraries with a large one-time cost in a kernel, and what makes a notebook load them.
 # Module → the short name the table uses. torch loads the first three lazily: the first
 # torch.optim optimizer (torch's @_disable_dynamo), the first backward(gradient) (its shape
@@ -114,6 +117,7 @@ def bench_notebooks(
     """Per-notebook rows and suite rows. Each round runs floor, notebook, library floor."""
     rows = []
     totals = {"floor": 0.0, "notebooks": 0.0, "library floor": 0.0}
+    all_floors: list[float] = []
     for path in notebooks:
         times: dict[str, list[float]] = {key: [] for key in totals}
         libraries: list[str] = []
@@ -122,6 +126,7 @@ def bench_notebooks(
             seconds, libraries = run(path, ())
             times["notebooks"].append(seconds)
             times["library floor"].append(run(None, libraries)[0])
+        all_floors += times["floor"]
         medians = {key: statistics.median(values) for key, values in times.items()}
         for key, value in medians.items():
             totals[key] += value
@@ -141,12 +146,28 @@ def bench_notebooks(
             }
         )
         print(rows[-1]["measure"], rows[-1]["value"], flush=True)
-    return rows, suite_rows(totals, len(notebooks))
+    return rows, [steadiness_row(all_floors), *suite_rows(totals, len(notebooks))]
 
 
 def paired_median(runs: Sequence[float], floors: Sequence[float]) -> float:
     """The median of run − floor over rounds (each run paired with its round's floor)."""
     return statistics.median(r - f for r, f in zip(runs, floors, strict=True))
+
+
+def steadiness_row(floors: Sequence[float]) -> dict:
+    """Whether the machine kept one speed: every floor kernel within 15% of their median.
+
+    The same kernel, started again and again, should take the same time. When it does not,
+    something else was using the machine, and the seconds above are stretched with it.
+    """
+    median = statistics.median(floors)
+    low, high = min(floors), max(floors)
+    return {
+        "measure": f"steady machine: the {len(floors)} floor kernels",
+        "value": f"median {median:.2f} s, from {low:.2f} to {high:.2f} s",
+        "target": f"all within ±{STEADY:.0%} of the median",
+        "met": (1 - STEADY) * median <= low and high <= (1 + STEADY) * median,
+    }
 
 
 def suite_rows(totals: dict[str, float], count: int) -> list[dict]:

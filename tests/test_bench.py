@@ -53,7 +53,8 @@ def test_notebooks_are_timed_against_their_floor_and_their_library_floor():
         {"01_a.ipynb": (3.0, []), "02_b.ipynb": (6.5, ["torch._dynamo", "matplotlib.figure"])}
     )
     paths = [Path("01_a.ipynb"), Path("02_b.ipynb")]
-    rows, (suite, own) = bench.bench_notebooks(2, paths, run=runner)
+    rows, (steady, suite, own) = bench.bench_notebooks(2, paths, run=runner)
+    assert steady["met"]  # the fake floor is always 2 s
 
     assert runner.calls[:3] == ["floor", "01_a.ipynb", "floor"]  # no libraries: plain floor
     assert runner.calls[6:9] == ["floor", "02_b.ipynb", "library floor"]
@@ -89,3 +90,9 @@ def test_a_notebook_is_compared_with_the_floor_of_its_own_round():
     runs, floors = [5.0, 3.0, 10.0], [2.0, 1.0, 9.0]
     assert bench.paired_median(runs, floors) == 2.0  # rounds differ by 3, 2 and 1 s
     assert bench.statistics.median(runs) - bench.statistics.median(floors) == 3.0
+
+
+def test_a_disturbed_machine_is_flagged():
+    assert bench.steadiness_row([2.0, 2.1, 1.95, 2.05])["met"]
+    row = bench.steadiness_row([2.0, 2.1, 2.0, 2.9])  # one floor kernel 45% slower
+    assert not row["met"] and row["value"] == "median 2.05 s, from 2.00 to 2.90 s"
