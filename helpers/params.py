@@ -219,7 +219,7 @@ def diff_figure(diff: ParamDiff, title: str | None = None, columns: int = 4) -> 
             fontsize=8,
         )
     if image is not None:
-        span = (CELL_HEIGHT * rows - CELL_TITLE - CELL_GAP) * 0.85
+        span = (grid_height - CELL_TITLE - CELL_GAP) * 0.85
         bar = fig.add_axes(
             (
                 (LEFT + grid_width + COLOURBAR_GAP) / width,

@@ -48,8 +48,8 @@ DEFAULT_ABOVE_FLOOR = 3.0
 TARGET_GRAPH_RATIO = 1.1
 TARGET_IMPORT = 0.2
 STEADY = 0.15  # floor kernels further than this from their median: the machine was disturbed
-# Libraries with a large one-time cost in a kernel, and what makes a notebook load them.
-# Module → the short name the table uses. torch loads the first three lazily: the first
+# Libraries with a large one-time cost in a kernel: module → the short name the table uses.
+# torch loads the first three lazily: the first
 # torch.optim optimizer (torch's @_disable_dynamo), the first backward(gradient) (its shape
 # check) and the first torch.testing.assert_close (its DTensor check). The probe finds them
 # whoever imported them first.

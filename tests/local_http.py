@@ -2,17 +2,13 @@
 
 import os
 import signal
-import socket
 import subprocess
 import urllib.error
 import urllib.request
 
+from helpers.distributed import free_port  # the one the three-process run uses for its ranks
 
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that is free right now (the system picks it)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+__all__ = ["free_port", "http_status", "stop_process_group"]
 
 
 def http_status(url: str, timeout: float = 5) -> int:
