@@ -8,9 +8,13 @@ PORT ?= 8888
 NB ?= notebooks/*.ipynb
 # Running as root (containers, CI) needs JupyterLab's --allow-root.
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
+# Where torch comes from. PyPI's Linux wheels are CUDA builds of several GB; PyTorch's CPU-only
+# index gives a 0.2 GB wheel: make install TORCH_INDEX=https://download.pytorch.org/whl/cpu
+TORCH_INDEX ?=
+TORCH_FROM := $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX),)
 NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg
 
-.PHONY: install lab test lint unit notebooks execute bench lock clean browser-deps
+.PHONY: install lab test lint unit notebooks execute bench compat lock clean browser-deps
 
 # Create/refresh .venv from the pins; a no-op when pyproject.toml and constraints.txt are unchanged.
 install: $(STAMP)
@@ -19,7 +23,7 @@ install: $(STAMP)
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --disable-pip-version-check -c constraints.txt pip setuptools
-	$(BIN)/python -m pip install -q --disable-pip-version-check -c constraints.txt torch==2.13.0
+	$(BIN)/python -m pip install -q --disable-pip-version-check -c constraints.txt torch==2.13.0 $(TORCH_FROM)
 	$(BIN)/python -m pip install -q --disable-pip-version-check -c constraints.txt -e ".[dev]"
 	touch $(STAMP)
 
@@ -56,6 +60,11 @@ execute: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -m tests.bench
 
+# The notebooks and the helpers' unit tests on other torch releases (tests/compat.py says which and
+# how); writes COMPATIBILITY.md. Downloads about 5 GB per release: not part of `make test`.
+compat: $(STAMP)
+	$(BIN)/python -m tests.compat $(COMPAT_ARGS)
+
 # Re-pin after changing dependencies (review the diff before committing).
 lock: $(STAMP)
 	$(BIN)/python -m pip freeze --all --exclude-editable | grep -v -E '^(pip)==' \
@@ -64,4 +73,4 @@ lock: $(STAMP)
 	  rm constraints.body && mv constraints.new constraints.txt
 
 clean:
-	rm -rf $(VENV) .artifacts
+	rm -rf $(VENV) .artifacts .compat

@@ -12,6 +12,7 @@ import argparse
 import json
 import random
 import sys
+import time
 from pathlib import Path
 
 FAKE_COLAB = (
@@ -22,7 +23,8 @@ FAKE_COLAB = (
 
 
 def run(path: Path, fake_colab: bool) -> dict:
-    """Execute one notebook; return its name, error (or None) and all text it showed."""
+    """Execute one notebook; return its name, error (or None), all text it showed, and the
+    seconds Run All took (kernel start included)."""
     import nbformat
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError
@@ -35,17 +37,25 @@ def run(path: Path, fake_colab: bool) -> dict:
         nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
     )
     error = None
+    start = time.monotonic()
     try:
         client.execute()
     except CellExecutionError as err:
         error = str(err)[-3000:]
+    seconds = time.monotonic() - start
     texts, stderr = [], []
     for cell in nb.cells:
         for out in cell.get("outputs", []):
             if out.get("name") == "stderr":
                 stderr.append(out.get("text", ""))
             texts.append(out.get("text", "") + str(out.get("data", {}).get("text/plain", "")))
-    return {"notebook": path.name, "error": error, "stderr": stderr, "text": "\n".join(texts)}
+    return {
+        "notebook": path.name,
+        "error": error,
+        "stderr": stderr,
+        "text": "\n".join(texts),
+        "seconds": round(seconds, 2),
+    }
 
 
 def main() -> int:

@@ -220,11 +220,27 @@ def test_the_deadline_stops_a_run_nobody_times_out(run):
     assert_nothing_left(err.pids)
 
 
-def test_spawn_start_method_gives_the_same_run(reference):
+def test_without_a_forkserver_ranks_are_spawned_and_train_the_same(reference, monkeypatch):
+    """Windows has no forkserver (multiprocessing offers only spawn there): the default start
+    method falls back to spawn, start_forkserver says False, and the run is the same."""
+    import multiprocessing
+
+    monkeypatch.setattr(multiprocessing, "get_all_start_methods", lambda: ["spawn"])
+    assert d._context(None).get_start_method() == "spawn"
+    assert d.start_forkserver() is False
     losses, _ = reference
-    spawned = d.run_distributed(steps=1, start_method="spawn", deadline=240)
+    spawned = d.run_distributed(steps=1, deadline=240)  # no start_method: the platform's choice
     torch.testing.assert_close(spawned.losses, losses[:1])
     assert_nothing_left(spawned.pids)
+    assert d._context("spawn").get_start_method() == "spawn"
+
+
+def test_with_a_forkserver_it_is_the_default():
+    import multiprocessing
+
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        pytest.skip("this platform has no forkserver")
+    assert d._context(None).get_start_method() == "forkserver"
 
 
 def _torchrun(args: list[str], out: Path) -> subprocess.CompletedProcess:
