@@ -1,4 +1,4 @@
-"""helpers.quiz (predict-then-reveal questions) and the checkers of notebook 08."""
+"""helpers.quiz (predict-then-reveal questions) and the checkers of notebook 10."""
 
 import re
 
@@ -133,7 +133,7 @@ def test_answer_table_agrees():
     assert table.column("question")[0] == "1. Has `w` changed?"
 
 
-# ---- notebook 08's checkers --------------------------------------------------------------------
+# ---- notebook 10's checkers --------------------------------------------------------------------
 
 GOOD = Question(
     topic="leaf",

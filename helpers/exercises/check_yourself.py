@@ -1,4 +1,4 @@
-"""Checkers for notebook 08 (check yourself): write a question of your own; predict the engine."""
+"""Checkers for notebook 10 (check yourself): write a question of your own; predict the engine."""
 
 from __future__ import annotations
 

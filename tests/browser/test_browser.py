@@ -4,7 +4,7 @@ For every notebook: no error or stderr output, every widget view rendered (not "
 widget..." nor an error), every picture loaded and visible, and a screenshot in
 .artifacts/screenshots/. The explorers respond: the backward stepper's slider changes its picture,
 the graph explorer's toggle changes the graph, the optimizer lab's dropdown changes the heatmaps,
-and a quiz answer reveals its explanation. 08_check_yourself carries one of each.
+and a quiz answer reveals its explanation. 10_check_yourself carries one of each.
 """
 
 from __future__ import annotations
@@ -315,7 +315,7 @@ def test_notebook_runs_in_jupyterlab(lab_page, screenshots, name):
 
 
 def test_check_yourself_exercises_every_kind_of_widget(lab_page, screenshots):
-    name = "08_check_yourself.ipynb"
+    name = "10_check_yourself.ipynb"
     if name not in IDS:
         pytest.fail(f"{name} is missing")
     if name not in _exercised:  # run alone (e.g. with -k): run the notebook here
