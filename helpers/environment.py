@@ -1,18 +1,45 @@
-"""What the course runs on: versions of the packages it uses and whether `dot` is there."""
+"""What the course runs on: versions of the packages it uses, whether `dot` is there, and whether
+torch is a release the course is tested on."""
 
 from __future__ import annotations
 
 import importlib.metadata
 import platform
+import re
 import subprocess
 import sys
 
 from helpers.display import Table
 from helpers.graph import dot_available
 
-__all__ = ["environment_ok", "environment_report"]
+__all__ = ["TORCH_TESTED", "environment_report", "torch_status"]
 
 PACKAGES = ["torch", "torchviz", "graphviz", "matplotlib", "ipywidgets", "numpy"]
+#: The oldest and newest torch releases `make compat` runs the course on (COMPATIBILITY.md);
+#: tests/test_compat.py checks that they agree with that table.
+TORCH_TESTED = ("2.4.1", "2.15.0")
+MISSING = "missing: run the notebook's first cell or `make install`"
+
+
+def _release(version: str) -> tuple[int, ...]:
+    """(2, 13, 0) from "2.13.0+cpu", "2.13.0a0+git1234" or "2.13"."""
+    numbers = re.match(r"\d+(\.\d+)*", version)
+    if numbers is None:
+        raise ValueError(f"not a version number: {version!r}")
+    parts = tuple(int(n) for n in numbers.group(0).split("."))
+    return (parts + (0, 0))[:3]
+
+
+def torch_status(version: str | None) -> str:
+    """The status column for torch: "ok", or what is wrong and what to do."""
+    if not version:
+        return MISSING
+    oldest, newest = TORCH_TESTED
+    if _release(version) < _release(oldest):
+        return f"older than {oldest}, the oldest release the course is tested on: upgrade torch"
+    if _release(version) > _release(newest):
+        return f"ok, newer than {newest} (the newest tested): a printed digit may differ"
+    return "ok"
 
 
 def _version(package: str) -> str | None:
@@ -35,7 +62,9 @@ def environment_report() -> Table:
     rows = [{"component": "python", "version": platform.python_version(), "status": "ok"}]
     for package in PACKAGES:
         version = _version(package)
-        status = "ok" if version else "missing: run the notebook's first cell or `make install`"
+        status = "ok" if version else MISSING
+        if package == "torch":
+            status = torch_status(version)
         rows.append({"component": package, "version": version or "-", "status": status})
     dot = _dot_version()
     rows.append(
@@ -47,9 +76,3 @@ def environment_report() -> Table:
     )
     where = "Google Colab" if in_colab else "a local or Binder Jupyter kernel"
     return Table(["component", "version", "status"], rows, title=f"Running on {where}")
-
-
-def environment_ok(report: Table | None = None) -> bool:
-    """True when every component of the report is present."""
-    report = report or environment_report()
-    return all(r["status"] == "ok" for r in report.rows)

@@ -142,8 +142,9 @@ def check_cut(cut: Callable[[torch.Tensor], Any]) -> CheckResult:
         )
     if ff1.numel() and _same_storage(ff1, f1):
         problems.append(
-            "ff1 shares memory with f1 (detach() copies nothing): an in-place edit on one side "
-            "would change the other. Add .clone(), so the hand-off is a copy."
+            "ff1 shares memory with f1 (detach() copies nothing): in one process, an in-place "
+            "edit on one side would change the other. Add .clone(), so the hand-off is a copy "
+            "(over a wire the receiver gets a copy anyway)."
         )
     for message in warned:
         problems.append(f"PyTorch warned: {message}")
