@@ -35,7 +35,8 @@ lab: install
 test: install lint unit notebooks
 	@echo "make test: all checks passed"
 
-# The browser tests also need chromium (installed here when missing; skipped with a note if not).
+# The browser tests also need chromium (installed here when missing; without it they are skipped
+# with a note, or fail under CI=true).
 unit: browser-deps
 browser-deps:
 	@.ci/system-packages --browser

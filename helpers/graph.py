@@ -24,6 +24,7 @@ __all__ = [
     "autograd_graph",
     "dot_available",
     "missing_dot_message",
+    "picture_bundle",
     "show_graph",
 ]
 
@@ -282,6 +283,25 @@ def missing_dot_message() -> str:
     )
 
 
+def picture_bundle(picture: graphviz.Digraph, text: str) -> dict[str, str]:
+    """What Jupyter shows for a graph picture: SVG with `text` beside it, or `text` alone.
+
+    The one place that decides between picture and text: without `dot`, `text` comes after what to
+    install (`missing_dot_message`); if `dot` fails on this graph, after the error's first line.
+    """
+    advice = missing_dot_message() + "\n\n" + text
+    if not dot_available():
+        return {"text/plain": advice}
+    try:
+        svg = picture.pipe(format="svg", encoding="utf-8")
+    except graphviz.ExecutableNotFound:  # `dot` went missing after it was found
+        return {"text/plain": advice}
+    except graphviz.CalledProcessError as err:
+        first = str(err).splitlines()[0] if str(err) else type(err).__name__
+        return {"text/plain": f"Graph picture failed ({first}); as text:\n\n{text}"}
+    return {"image/svg+xml": svg, "text/plain": text}
+
+
 def graph_text(data: GraphData) -> str:
     """A stable, indented text rendering of the graph, from each root down to the leaves."""
     lines = [
@@ -395,14 +415,7 @@ class AutogradGraph(graphviz.Digraph):
         return self.text()
 
     def _repr_mimebundle_(self, include=None, exclude=None, **_) -> dict[str, str]:
-        if not dot_available():
-            return {"text/plain": missing_dot_message() + "\n\n" + self.text()}
-        try:
-            svg = self.pipe(format="svg", encoding="utf-8")
-        except (graphviz.ExecutableNotFound, graphviz.CalledProcessError) as err:
-            first = str(err).splitlines()[0] if str(err) else type(err).__name__
-            return {"text/plain": f"Graph picture failed ({first}); as text:\n\n{self.text()}"}
-        return {"image/svg+xml": svg, "text/plain": self.text()}
+        return picture_bundle(self, self.text())
 
 
 def show_graph(

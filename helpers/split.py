@@ -28,7 +28,7 @@ from helpers.graph import (
     GraphData,
     GraphEdge,
     autograd_graph,
-    dot_available,
+    picture_bundle,
 )
 
 __all__ = [
@@ -216,8 +216,10 @@ def make_one_optimizer(models: SplitModels, lr: float = 0.01) -> torch.optim.Opt
 
 
 def cut(activation: torch.Tensor) -> torch.Tensor:
-    """The hand-off across a cut: a new leaf with the same values, which will receive a .grad."""
-    return activation.clone().detach().requires_grad_(True)
+    """The hand-off across a cut: a new leaf with the same values, in its own memory, which will
+    receive a .grad. detach() first, so clone() records nothing (notebook 03, section 4); the copy
+    keeps an in-place edit on one side from reaching the other in one process."""
+    return activation.detach().clone().requires_grad_(True)
 
 
 @dataclass
@@ -498,8 +500,8 @@ class SplitGraphs:
     """The three stage graphs of a split step side by side (plus the joint graph, if given).
 
     Dashed blue arrows are the activations sent forward across each cut; red arrows the gradients
-    sent back. Displays as SVG with the stage graphs' text forms as text/plain; `.dot` is the
-    graphviz.Digraph.
+    sent back. Displays as SVG with the stage graphs' text forms as text/plain (without `dot`: the
+    text forms and what to install, as `show_graph` does); `.dot` is the graphviz.Digraph.
     """
 
     def __init__(
@@ -601,13 +603,7 @@ class SplitGraphs:
         return self.text()
 
     def _repr_mimebundle_(self, include=None, exclude=None, **_) -> dict[str, str]:
-        if not dot_available():
-            return {"text/plain": self.text()}
-        try:
-            svg = self.dot.pipe(format="svg", encoding="utf-8")
-        except (graphviz.ExecutableNotFound, graphviz.CalledProcessError):
-            return {"text/plain": self.text()}
-        return {"image/svg+xml": svg, "text/plain": self.text()}
+        return picture_bundle(self.dot, self.text())
 
 
 def split_graphs(

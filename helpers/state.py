@@ -28,14 +28,15 @@ def _shape(t: torch.Tensor) -> str:
 
 
 def describe_grad(grad: torch.Tensor | None, max_values: int = 6) -> str:
-    """'None', the values of a small gradient (4 significant digits), or its shape and norm."""
+    """'None', the values of a small gradient (4 significant digits), or, for a larger one, its
+    shape and norm: "[0.75, 1]" or "shape [2, 1, 3, 3], norm 2.232"."""
     if grad is None:
         return "None"
     if grad.numel() <= max_values:
         values = grad.detach().reshape(-1).tolist()
         return "[" + ", ".join(format(v, ".4g") for v in values) + "]"
     norm = float(grad.detach().double().norm())
-    return f"{_shape(grad)}, norm {norm:.4g}"
+    return f"shape {_shape(grad)}, norm {norm:.4g}"
 
 
 def _read_grad(t: torch.Tensor) -> torch.Tensor | None:

@@ -202,9 +202,47 @@ def test_a_rank_that_dies_silently_is_named_by_its_exit_code(run):
 
 def test_a_hanging_rank_is_found_through_its_neighbours_timeouts(run):
     start = time.monotonic()
-    with pytest.raises(d.DistributedRunError, match=r"rank 2 \(label holder\) stopped answering"):
+    with pytest.raises(
+        d.DistributedRunError, match=r"rank 2 \(label holder\) stopped answering"
+    ) as caught:
         d.run_distributed(steps=5, fail_rank=2, fail_at_step=3, fail_mode="hang", timeout=1.5)
     assert time.monotonic() - start < 30
+    assert caught.value.reports[2]["status"] == "stopped"  # the hanging rank was stopped ...
+    assert_nothing_left(caught.value.pids)  # ... and is gone, with the others
+
+
+# A rank's failure is reported with the time it happened (time.monotonic(), the same clock in
+# every process on Linux). Once one rank has failed, the run cannot finish: the launcher stops the
+# others at once, rather than waiting for the deadline (here 25 s) or their timeouts.
+FAST_DEADLINE = 25
+SOON_AFTER = 8  # seconds from the first failure to the launcher's return: generous (a busy machine)
+
+
+@pytest.mark.parametrize(
+    ("fail_mode", "fail_rank", "timeout"),
+    [("raise", 1, FAST_DEADLINE), ("hang", 2, 1.5)],
+    ids=["rank 1 raises", "rank 2 hangs, rank 1 times out, rank 2 would hang till the deadline"],
+)
+def test_the_run_ends_soon_after_the_first_failure(run, fail_mode, fail_rank, timeout):
+    with pytest.raises(d.DistributedRunError) as caught:
+        d.run_distributed(
+            steps=3,
+            fail_rank=fail_rank,
+            fail_at_step=2,
+            fail_mode=fail_mode,
+            timeout=timeout,
+            deadline=FAST_DEADLINE,
+        )
+    returned = time.monotonic()
+    err = caught.value
+    failed = [r["time"] for r in err.reports.values() if r.get("time") is not None]
+    assert failed, err.reports
+    assert returned - min(failed) < SOON_AFTER, (
+        f"the launcher returned {returned - min(failed):.1f} s after the first failure: "
+        f"it should stop the other ranks at once\n{err}"
+    )
+    assert "did not finish within" not in str(err) and err.rank == fail_rank
+    assert_nothing_left(err.pids)
 
 
 def test_the_deadline_stops_a_run_nobody_times_out(run):

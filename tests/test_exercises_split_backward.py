@@ -113,6 +113,44 @@ def test_handoff_cut_without_requires_grad():
     assert "ff2 does not require grad" in text(result)
 
 
+def test_handoff_ff1_grad_cleared_afterwards_is_not_right():
+    def cleared(f1, ff1, f2, ff2):
+        f1.backward(ff1.grad)
+        ff1.grad.zero_()  # model 1's gradients are right; the hand-off tensor is gone
+
+    result = handoff(right2, cleared)
+    assert not result.ok
+    assert text(result).startswith("ff1.grad is all zeros, though model 1's gradients are right")
+
+
+def test_handoff_ff1_grad_changed_afterwards_is_not_right():
+    def doubled(f1, ff1, f2, ff2):
+        f1.backward(ff1.grad)
+        ff1.grad.mul_(2)
+
+    result = handoff(right2, doubled)
+    assert text(result) == "ff1.grad differs from f1.grad of the joint run"
+
+
+def test_handoff_ff1_grad_set_to_none_afterwards_is_not_right():
+    def dropped(f1, ff1, f2, ff2):
+        f1.backward(ff1.grad)
+        ff1.grad = None
+
+    result = handoff(right2, dropped)
+    assert text(result).startswith("ff1.grad is None, though ff1 requires grad")
+
+
+def test_handoff_cut_f1_without_requires_grad():
+    m = build_models()
+    ff1 = m.model1(TOKENS).detach().clone()  # the bug: no requires_grad_() at cut 1
+    f2 = m.model2(ff1)
+    ff2 = cut(f2)
+    m.model3(ff2, LABEL)[1].backward()
+    f2.backward(ff2.grad)  # model 2's gradients are right, and ff1 gets none
+    assert "cut f1 with requires_grad_(True)" in text(check_handoff(m, ff1, ff2))
+
+
 @pytest.mark.parametrize(
     ("models", "ff1", "ff2", "message"),
     [

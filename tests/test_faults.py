@@ -10,11 +10,24 @@ from pathlib import Path
 
 import pytest
 
+from helpers.graph import missing_dot_message
 from tests.notebook_files import NOTEBOOKS
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNNER = ROOT / "tests" / "run_notebooks.py"
 VENV_BIN = str(Path(sys.executable).parent)
+
+
+def graph_pictures(notebook: Path) -> list[str]:
+    """The text form of each graph picture the committed notebook shows (SVG, not in a widget)."""
+    texts = []
+    for cell in json.loads(notebook.read_text())["cells"]:
+        for out in cell.get("outputs", []):
+            data = out.get("data", {})
+            if "image/svg+xml" in data and "application/vnd.jupyter.widget-view+json" not in data:
+                plain = data["text/plain"]
+                texts.append("".join(plain) if isinstance(plain, list) else plain)
+    return texts
 
 
 def isolation_available() -> bool:
@@ -65,5 +78,11 @@ def test_notebooks_run_without_dot_offline_in_shuffled_order(capsys):
     for r in results:
         assert r["error"] is None, f"{r['notebook']} failed without dot/offline:\n{r['error']}"
         assert not r["stderr"], f"{r['notebook']} wrote to stderr: {r['stderr']}"
+        # every graph picture (show_graph, split_graphs) shows its text and what to install
+        pictures = graph_pictures(ROOT / "notebooks" / r["notebook"])
+        for text in pictures:
+            assert text in r["text"], f"{r['notebook']}: without dot, a graph shows nothing"
+        advice = r["text"].count(missing_dot_message())
+        assert advice >= len(pictures), f"{r['notebook']}: {len(pictures)} graphs, {advice} advice"
     assert any("`dot` program is not installed" in r["text"] for r in results)
     assert [r["notebook"] for r in results] != [] and len(results) == len(NOTEBOOKS)

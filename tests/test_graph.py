@@ -4,6 +4,7 @@ import re
 import warnings
 from collections import Counter
 
+import graphviz
 import pytest
 import torch
 
@@ -153,3 +154,55 @@ def test_text_rendering_marks_repeated_subtrees():
     h = w * 2
     text = show_graph(h + h.exp()).text()
     assert "(see above)" in text
+
+
+def test_one_place_decides_picture_or_text(monkeypatch):
+    """`picture_bundle` is the only switch: without `dot` any picture shows its text and the
+    install advice; when `dot` vanishes after it was found, too; when `dot` fails, the error."""
+    y = torch.ones(2, requires_grad=True).sum()
+    graph = show_graph(y)
+    monkeypatch.setattr(graph_module, "dot_available", lambda: False)
+    assert graph_module.picture_bundle(graph, "TEXT") == {
+        "text/plain": graph_module.missing_dot_message() + "\n\nTEXT"
+    }
+    monkeypatch.setattr(graph_module, "dot_available", lambda: True)
+
+    def missing(*args, **kwargs):
+        raise graphviz.ExecutableNotFound(["dot", "-Tsvg"])
+
+    monkeypatch.setattr(graphviz.Digraph, "pipe", missing)
+    bundle = graph._repr_mimebundle_()
+    assert bundle == {"text/plain": graph_module.missing_dot_message() + "\n\n" + graph.text()}
+
+    def fails(*args, **kwargs):
+        raise graphviz.CalledProcessError(1, ["dot", "-Tsvg"], stderr="syntax error in line 3")
+
+    monkeypatch.setattr(graphviz.Digraph, "pipe", fails)
+    text = graph._repr_mimebundle_()["text/plain"]
+    assert text.startswith("Graph picture failed (Command ") and text.endswith(graph.text())
+
+
+def long_chain(length=3000):
+    x = torch.ones(1, requires_grad=True)
+    y = x
+    for _ in range(length):
+        y = y + 1
+    return y
+
+
+def test_long_graphs_text_is_capped_in_lines_and_in_depth():
+    y = long_chain()
+    lines = show_graph(y).text().splitlines()
+    shown = lines[1:-1]  # the header, the node lines, the note on what was left out
+    assert len(shown) == graph_module.MAX_TEXT_LINES
+    last = re.fullmatch(r"\.\.\. \((\d+) more nodes not shown as text\)", lines[-1])
+    assert last, lines[-1]
+    assert int(last.group(1)) + len(shown) == len(autograd_graph(y).nodes) == 3003
+    indents = [len(line) - len(line.lstrip(" │├└─")) for line in shown]
+    assert max(indents) == 4 * (graph_module.MAX_TEXT_DEPTH + 1)  # then it stops growing
+    assert indents[-1] == max(indents)
+
+
+def test_short_graphs_text_is_not_cut():
+    lines = show_graph(long_chain(10)).text().splitlines()
+    assert len(lines) == 1 + 13 and not any("not shown as text" in line for line in lines)

@@ -53,13 +53,115 @@ def test_no_exception_markers(nb):
     assert "NBVAL_RAISES_EXCEPTION" not in text and "raises-exception" not in text
 
 
-def test_every_ignore_marker_says_why(nb):
+#: nbval markers a notebook may not use: a skipped cell or an expected exception proves nothing,
+#: and NBVAL_CHECK_OUTPUT means nothing here (every output is checked). NBVAL_IGNORE_OUTPUT, with
+#: its reason, is the one allowed, as a comment only.
+FORBIDDEN_COMMENTS = ("NBVAL_SKIP", "NBVAL_CHECK_OUTPUT", "NBVAL_RAISES_EXCEPTION")
+
+
+def nbval_markers(notebook) -> list[str]:
+    """The forbidden nbval markers in a notebook: comments in code cells, and any cell tag
+    nbval reads (every `nbval-*` tag, and `raises-exception`)."""
+    found = []
+    for index, cell in enumerate(notebook.cells):
+        for tag in cell.get("metadata", {}).get("tags", []):
+            if tag.lower().startswith("nbval-") or tag.lower() == "raises-exception":
+                found.append(f"cell {index}: tag {tag!r}")
+        if cell.cell_type != "code":
+            continue
+        for line in cell.source.splitlines():
+            comment = line.strip().lstrip("#").strip() if line.strip().startswith("#") else ""
+            for marker in FORBIDDEN_COMMENTS:
+                if comment.upper().startswith(marker):
+                    found.append(f"cell {index}: comment {line.strip()!r}")
+    return found
+
+
+def test_no_skip_check_or_exception_markers_and_no_nbval_tags(nb):
+    _, notebook = nb
+    assert nbval_markers(notebook) == []
+
+
+@pytest.mark.parametrize(
+    ("source", "tags"),
+    [
+        ("# NBVAL_SKIP\nx = 1", []),
+        ("x = 1\n  #  NBVAL_SKIP: slow", []),
+        ("# NBVAL_CHECK_OUTPUT\nx = 1", []),
+        ("# NBVAL_RAISES_EXCEPTION\n1 / 0", []),
+        ("x = 1", ["nbval-skip"]),
+        ("x = 1", ["nbval-ignore-output"]),
+        ("x = 1", ["nbval-check-output"]),
+        ("x = 1", ["nbval-raises-exception"]),
+        ("x = 1", ["raises-exception"]),
+    ],
+    ids=[
+        "NBVAL_SKIP",
+        "NBVAL_SKIP with a reason",
+        "NBVAL_CHECK_OUTPUT",
+        "NBVAL_RAISES_EXCEPTION",
+        "tag nbval-skip",
+        "tag nbval-ignore-output",
+        "tag nbval-check-output",
+        "tag nbval-raises-exception",
+        "tag raises-exception",
+    ],
+)
+def test_nbval_markers_are_found(source, tags):
+    cell = nbformat.v4.new_code_cell(source, metadata={"tags": ["colab-setup", *tags]})
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# T"), cell])
+    assert len(nbval_markers(notebook)) == 1
+
+
+def test_nbval_markers_allow_the_ignore_marker_and_prose():
+    cells = [
+        nbformat.v4.new_markdown_cell("nbval's `# NBVAL_SKIP` is not used here"),
+        nbformat.v4.new_code_cell("# NBVAL_IGNORE_OUTPUT\n# timings differ on every run\nx = 1"),
+        nbformat.v4.new_code_cell("print('NBVAL_SKIP')", metadata={"tags": ["course-badges"]}),
+    ]
+    assert nbval_markers(nbformat.v4.new_notebook(cells=cells)) == []
+
+
+def ignore_marker_problems(source: str) -> list[str]:
+    """What is wrong with a cell's ignore marker: nbval honours `# NBVAL_IGNORE_OUTPUT` only alone
+    on its line (with text after it the marker silently does nothing), and the next line must be
+    a comment saying why the output cannot be compared."""
+    lines = source.splitlines()
+    problems = []
+    for i, line in enumerate(lines):
+        if "NBVAL_IGNORE_OUTPUT" not in line:
+            continue
+        if line.strip() != IGNORE:
+            problems.append(f"nbval ignores {line.strip()!r}: the marker must stand alone")
+            continue
+        reason = lines[i + 1].strip() if i + 1 < len(lines) else ""
+        if not reason.startswith("#") or len(reason.lstrip("#").strip()) < 15:
+            problems.append("the line after # NBVAL_IGNORE_OUTPUT must be a comment saying why")
+    return problems
+
+
+@pytest.mark.parametrize(
+    ("source", "problems"),
+    [
+        ("# NBVAL_IGNORE_OUTPUT\n# the versions describe the machine\nx = 1", 0),
+        ("# NBVAL_IGNORE_OUTPUT: the versions describe the machine\nx = 1", 1),
+        ("# NBVAL_IGNORE_OUTPUT\nx = 1", 1),
+        ("# NBVAL_IGNORE_OUTPUT\n# why\nx = 1", 1),
+        ("# NBVAL_IGNORE_OUTPUT", 1),
+    ],
+)
+def test_ignore_marker_rules(source, problems):
+    assert len(ignore_marker_problems(source)) == problems
+
+
+def test_every_ignore_marker_works_and_says_why(nb):
+    from nbval.plugin import find_comment_markers
+
     _, notebook = nb
     for cell in code_cells(notebook):
-        for line in cell.source.splitlines():
-            if line.startswith(IGNORE):
-                reason = line[len(IGNORE) :].lstrip(":").strip()
-                assert len(reason) >= 15, f"ignore marker without a reason: {line!r}"
+        assert ignore_marker_problems(cell.source) == [], cell.source[:80]
+        if IGNORE in cell.source:  # and nbval itself sees it
+            assert ("check", False) in list(find_comment_markers(cell.source)), cell.source[:80]
 
 
 def test_skeleton_title_badges_setup(nb):

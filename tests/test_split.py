@@ -13,7 +13,9 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from helpers import graph as graph_module
 from helpers import split
+from helpers.graph import show_graph
 from helpers.params import param_diff, snapshot
 from helpers.split import (
     POST_INPUT,
@@ -145,6 +147,7 @@ def test_split_equals_joint_for_random_seeds_and_widths(
         },
     )
     assert all_same(table), table
+    assert table.column("tensor")[-2:] == ["ff1.grad vs f1.grad", "ff2.grad vs f2.grad"]
     assert s.loss.item() == j.loss.item()
 
 
@@ -440,6 +443,18 @@ def test_compare_models_checks_its_arguments():
         compare_models(fresh(), odd)
 
 
+def test_compare_models_adds_the_extra_rows_and_counts_them():
+    a, b = fresh(), fresh()
+    x = torch.tensor([1.0, 2.0])
+    table = compare_models(a, b, extra={"same extra": (x, x.clone()), "other extra": (x, x + 1)})
+    rows = {r["tensor"]: r for r in table.rows}
+    assert list(rows)[-2:] == ["same extra", "other extra"]
+    assert rows["same extra"]["same"] and not rows["other extra"]["same"]
+    assert rows["other extra"]["max |Δ|"] == "1"
+    n = len(a.named_parameters())  # their grads: None in both, so the same
+    assert table.note == f"{n + 1} of {n + 2} the same (bitwise) in split and joint"
+
+
 def test_grads_of_models_without_backward_are_none_and_the_same():
     table = compare_models(fresh(), fresh())
     assert all_same(table) and set(table.column("note")) == {"None in split and joint"}
@@ -489,6 +504,39 @@ def test_split_graphs_draw_the_handoffs_and_mark_the_cuts():
     assert bundle["text/plain"] == g.text()
     if "image/svg+xml" in bundle:
         assert bundle["image/svg+xml"].lstrip().startswith("<?xml")
+
+
+@pytest.fixture
+def no_dot(tmp_path, monkeypatch):
+    """No `dot` anywhere, as on a learner's machine without graphviz: PATH is an empty folder."""
+    cached = graph_module.dot_available
+    monkeypatch.setenv("PATH", str(tmp_path))
+    cached.cache_clear()  # whoever asks, by whatever name, finds no `dot`
+    yield
+    cached.cache_clear()  # and asks again once PATH is back
+
+
+def test_split_graphs_without_dot_show_their_text_and_what_to_install(no_dot):
+    """The same fallback as show_graph's (helpers.graph.picture_bundle), not a copy of it."""
+    g = graphs()
+    bundle = g._repr_mimebundle_()
+    assert set(bundle) == {"text/plain"}
+    text = bundle["text/plain"]
+    assert text == graph_module.missing_dot_message() + "\n\n" + g.text()
+    assert "sudo apt-get install graphviz" in text and "brew install graphviz" in text
+    for part in ("stage 1 · client", "stage 2 · middle", "stage 3 · label holder", "joint run"):
+        assert part in text
+    assert "ff1 (1, 5, 6)  <leaf>" in text and "NllLoss2DBackward0" in text
+    y = torch.ones(2, requires_grad=True).sum()
+    assert show_graph(y)._repr_mimebundle_()["text/plain"].startswith(text.split("\n\n")[0])
+
+
+def test_split_graphs_when_dot_vanishes_show_the_same_advice(monkeypatch, no_dot):
+    g = graphs()
+    monkeypatch.setattr(graph_module, "dot_available", lambda: True)  # found at first, but gone
+    assert g._repr_mimebundle_() == {
+        "text/plain": graph_module.missing_dot_message() + "\n\n" + g.text()
+    }
 
 
 def test_split_graphs_text_is_deterministic():

@@ -40,7 +40,9 @@ def test_shared_storage_and_version_counter():
 
 
 def test_large_grad_is_summarised():
-    assert describe_grad(torch.ones(10, 10)) == "[10, 10], norm 10"
+    assert describe_grad(torch.ones(10, 10)) == "shape [10, 10], norm 10"
+    assert describe_grad(torch.ones(6)) == "[1, 1, 1, 1, 1, 1]"  # values up to six
+    assert describe_grad(torch.ones(7)) == "shape [7], norm 2.646"
     assert describe_grad(None) == "None"
 
 

@@ -124,8 +124,13 @@ def check_handoff(
     )
     if p2:
         problems.append(p2)
-    elif ff1.grad is None:
+    elif ff1.grad is None and not ff1.requires_grad:
         problems.append("ff1.grad is None: cut f1 with requires_grad_(True) so model 2 can fill it")
+    elif ff1.grad is None:
+        problems.append(
+            "ff1.grad is None, though ff1 requires grad: run model 2 on ff1 itself, and keep "
+            "ff1.grad (do not set it to None) until f1.backward(ff1.grad) has used it"
+        )
 
     grads1 = _grads(models, 1)
     ref1 = _grads(ref_models, 1)
@@ -149,7 +154,14 @@ def check_handoff(
             pass
         problems.append(f"model 1's gradients differ from the joint run's: {hint}")
     if not problems and not _close(ff1.grad, joint.f1.grad):
-        problems.append("ff1.grad differs from f1.grad of the joint run")
+        if ff1.grad is not None and not bool(ff1.grad.any()):
+            problems.append(
+                "ff1.grad is all zeros, though model 1's gradients are right: it was cleared "
+                "after f1.backward(ff1.grad) (e.g. ff1.grad.zero_()); leave the gradient model 2 "
+                "sent back as it is"
+            )
+        else:
+            problems.append("ff1.grad differs from f1.grad of the joint run")
     return feedback(
         problems,
         success="Every gradient, and ff1.grad, equals the joint run's: the hand-off is right.",
