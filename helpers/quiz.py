@@ -46,6 +46,8 @@ TOPICS = {
     "freeing": "05_freeing_the_graph.ipynb",
     "split": "06_split_backward_three_models.ipynb",
     "processes": "07_split_across_processes.ipynb",
+    "grad_modes": "08_grad_modes_and_why_nothing_learns.ipynb",
+    "higher_order": "09_past_first_order.ipynb",
 }
 CHOICES = ("yes", "no")
 
@@ -64,7 +66,9 @@ class Question:
     """A program, a yes/no question about it, and the misconception a wrong answer reveals.
 
     `probe` is a Python expression evaluated after `code`; its truth is the answer. Without a
-    probe the question is "does the program raise?".
+    probe the question is "does the program raise?", and one whose answer is "yes" names what it
+    expects in `raises`: the exception class and a fragment of its message. Any other exception
+    (a typo's NameError, say) is a bug in the question, not an answer.
     """
 
     topic: str
@@ -74,6 +78,16 @@ class Question:
     misconception: str
     fact: str
     probe: str | None = None
+    raises: tuple[type[Exception], str] | None = None
+
+    def __post_init__(self) -> None:
+        if self.probe is None and self.answer == "yes" and self.raises is None:
+            raise ValueError(
+                f"{self.prompt!r} asks whether the program raises and says yes: name the "
+                "exception it expects, e.g. raises=(RuntimeError, 'a fragment of its message')"
+            )
+        if self.raises is not None and self.probe is not None:
+            raise ValueError(f"{self.prompt!r}: a question has a probe or raises, not both")
 
     def run(self) -> Observation:
         """Run the program in a fresh namespace (global RNG untouched) and observe the answer."""
@@ -88,6 +102,13 @@ class Question:
                     raise AssertionError(
                         f"the program of {self.prompt!r} raised {type(err).__name__}: {err}"
                     ) from err
+                if self.raises is not None:
+                    expected, fragment = self.raises
+                    if not isinstance(err, expected) or fragment not in str(err):
+                        raise AssertionError(
+                            f"the program of {self.prompt!r} raised {type(err).__name__}: {err}; "
+                            f"the question is about {expected.__name__} ({fragment!r})"
+                        ) from err
                 message = clean_message(str(err)).splitlines()[0]
                 observed = Observation("yes", f"{type(err).__name__}: {message}")
             else:
@@ -106,9 +127,16 @@ class Question:
 
 
 def _q(
-    topic: str, prompt: str, code: str, answer: str, myth: str, fact: str, probe: str | None = None
+    topic: str,
+    prompt: str,
+    code: str,
+    answer: str,
+    myth: str,
+    fact: str,
+    probe: str | None = None,
+    raises: tuple[type[Exception], str] | None = None,
 ) -> Question:
-    return Question(topic, prompt, code.strip("\n"), answer, myth, fact, probe)
+    return Question(topic, prompt, code.strip("\n"), answer, myth, fact, probe, raises)
 
 
 QUESTIONS: list[Question] = [
@@ -153,6 +181,7 @@ tokens.requires_grad_()
         "integer inputs such as token ids cannot require grad at all: a discrete value has "
         "no gradient. Float inputs can, and then get .grad (saliency maps, adversarial "
         "examples, the cut in split learning).",
+        raises=(RuntimeError, "only Tensors of floating point dtype can require gradients"),
     ),
     # ---- backward, zero_grad, step ------------------------------------------------------------
     _q(
@@ -198,7 +227,8 @@ opt.zero_grad()
         "zero_grad() fills the gradients with zeros.",
         "since PyTorch 2.0, zero_grad() sets .grad to None (set_to_none=True); zeros only "
         "with zero_grad(set_to_none=False). It matters: optimizers skip a parameter whose "
-        ".grad is None, but a zero gradient still moves it under momentum or Adam.",
+        ".grad is None, but a zero gradient still moves it under momentum or Adam once the "
+        "optimizer has state from earlier steps (a fresh Adam does not move on a zero gradient).",
         probe="w.grad is None",
     ),
     _q(
@@ -258,6 +288,7 @@ y.sum().backward()
         "a detached tensor is safe to modify: autograd never sees it.",
         "y.detach() shares y's storage and its version counter. exp saved its result y for "
         "backward; zero_() changed it in place, and backward refuses to use the stale value.",
+        raises=(RuntimeError, "modified by an inplace operation"),
     ),
     # ---- retain_grad and hooks ----------------------------------------------------------------
     _q(
@@ -320,6 +351,7 @@ y.backward()
         "backward() can be called as often as you like.",
         "MulBackward0 saved x for its gradient, and the first backward() freed what it saved. "
         "Pass retain_graph=True to the first call to keep it.",
+        raises=(RuntimeError, "backward through the graph a second time"),
     ),
     _q(
         "freeing",
@@ -446,6 +478,228 @@ ForkingPickler.dumps(h)  # what putting h on a torch.multiprocessing queue does
         "an activation can be put on a queue and backpropagated through on the other side.",
         "torch.multiprocessing refuses to send a non-leaf that requires grad: autograd does not "
         "cross process boundaries. Send h.detach() forward and the gradient back by hand.",
+        raises=(RuntimeError, "Cowardly refusing to serialize non-leaf tensor"),
+    ),
+    _q(
+        "processes",
+        "Do the two rows of `sent_back` point in opposite directions?",
+        """
+import torch.nn.functional as F
+
+h = torch.ones(2, 3, requires_grad=True)  # two examples arrive with equal activations
+head = torch.nn.Linear(3, 1)  # the label holder's model
+labels = torch.tensor([1.0, 0.0])  # these never leave the label holder
+F.binary_cross_entropy_with_logits(head(h).squeeze(1), labels).backward()
+sent_back = h.grad  # one row per example, sent back across the cut
+""",
+        "yes",
+        "the gradient sent back says nothing about the labels, since the labels never cross.",
+        "each row is (sigmoid(logit) - label) / 2 times head.weight: a negative factor for the "
+        "positive example, a positive one for the negative, so the rows point in exactly "
+        "opposite directions. Whoever receives h.grad can sort examples by label (notebook 07 "
+        "measures it: Li et al., ICLR 2022).",
+        probe="F.cosine_similarity(sent_back[0], sent_back[1], dim=0) < 0",
+    ),
+    # ---- grad modes and silent no-learning --------------------------------------------------
+    _q(
+        "grad_modes",
+        "After `model.eval()`, does the output `y` require grad?",
+        """
+model = torch.nn.Linear(2, 1)
+model.eval()
+y = model(torch.ones(1, 2))
+""",
+        "yes",
+        "model.eval() switches gradient tracking off.",
+        "eval() only sets module.training = False, which dropout and batch norm read. Whether "
+        "operations are recorded is a grad mode's job: evaluate under torch.no_grad() or "
+        "torch.inference_mode() as well.",
+        probe="y.requires_grad",
+    ),
+    _q(
+        "grad_modes",
+        "After backward, is `w.grad` None?",
+        """
+w = torch.randn(3, requires_grad=True).double()
+(w * 2).sum().backward()
+""",
+        "yes",
+        "a tensor created with requires_grad=True stays a leaf, whatever comes after on the line.",
+        ".double() is an operation (ToCopyBackward0): w names its result, a non-leaf, so the "
+        "gradient lands in the unnamed float32 tensor and an optimizer refuses w. Create it "
+        "in float64: torch.randn(3, dtype=torch.float64, requires_grad=True).",
+        probe="w.grad is None",
+    ),
+    _q(
+        "grad_modes",
+        "Inside both blocks, does `y` require grad?",
+        """
+x = torch.ones(2, requires_grad=True)
+with torch.no_grad():
+    with torch.enable_grad():
+        y = x * 2
+""",
+        "yes",
+        "nothing inside a torch.no_grad() block is ever recorded.",
+        "grad modes nest and the innermost wins: enable_grad() switches recording back on "
+        "inside no_grad(), and so does a function decorated with @torch.enable_grad().",
+        probe="y.requires_grad",
+    ),
+    _q(
+        "grad_modes",
+        "Does this program raise an error?",
+        """
+with torch.inference_mode():
+    features = torch.ones(3)
+w = torch.ones(3, requires_grad=True)
+(features * w).sum().backward()
+""",
+        "yes",
+        "inference_mode() is a faster no_grad(), and its results are tensors like any other.",
+        "inference_mode() makes inference tensors, which keep no version counter, so autograd "
+        "refuses to save one for backward (mul needs features for w's gradient). Use "
+        "features.clone() outside the block, or no_grad() when results may be trained on.",
+        raises=(RuntimeError, "Inference tensors cannot be saved for backward"),
+    ),
+    _q(
+        "grad_modes",
+        "After `loss.requires_grad = True`, has `model.weight` changed?",
+        """
+model = torch.nn.Linear(2, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+before = model.weight.detach().clone()
+with torch.no_grad():
+    loss = model(torch.ones(1, 2)).sum()
+loss.requires_grad = True
+loss.backward()
+opt.step()
+""",
+        "no",
+        "setting loss.requires_grad = True fixes 'element 0 of tensors does not require grad'.",
+        "it hides the error: the loss becomes a new leaf with nothing behind it, backward "
+        "stops there, no parameter gets a .grad and step() skips them all. Remove the cut "
+        "instead (here the no_grad block around the forward pass).",
+        probe="not torch.equal(model.weight, before)",
+    ),
+    _q(
+        "grad_modes",
+        "Does `preds`, built with `torch.tensor(outs)`, require grad?",
+        """
+model = torch.nn.Linear(2, 1)
+outs = [model(torch.ones(2)), model(torch.zeros(2))]  # one sample at a time
+preds = torch.tensor(outs)
+""",
+        "no",
+        "torch.tensor([...]) collects results into one tensor, like torch.stack.",
+        "torch.tensor copies values: each element becomes a plain number, so preds is a new "
+        "leaf without history and nothing before it can learn. torch.stack(outs) or "
+        "torch.cat(outs) is recorded (StackBackward0, CatBackward0).",
+        probe="preds.requires_grad",
+    ),
+    # ---- past first order --------------------------------------------------------------------
+    _q(
+        "higher_order",
+        "Does the returned gradient `g` require grad?",
+        """
+x = torch.tensor(2.0, requires_grad=True)
+(g,) = torch.autograd.grad(x ** 3, x)  # dy/dx = 3·x² = 12
+""",
+        "no",
+        "a gradient computed from x is a result like any other, so it can be differentiated "
+        "again.",
+        "without create_graph=True the backward pass is not recorded: g is a plain 12 with no "
+        "grad_fn. With create_graph=True, g gets a graph of its own and "
+        "torch.autograd.grad(g, x) gives the second derivative 6·x = 12.",
+        probe="g.requires_grad",
+    ),
+    _q(
+        "higher_order",
+        "Does `y.backward()` fail after the gradient was taken with create_graph=True?",
+        """
+x = torch.tensor(2.0, requires_grad=True)
+y = x.exp()
+(g,) = torch.autograd.grad(y, x, create_graph=True)
+y.backward()
+""",
+        "no",
+        "torch.autograd.grad frees the graph, so a later backward through it always fails.",
+        "retain_graph defaults to create_graph: the graph of g needs exp's saved result, so the "
+        "first graph is kept and y.backward() works. It is also why create_graph costs memory.",
+    ),
+    _q(
+        "higher_order",
+        "Is `x.grad` still None after `torch.func.grad`?",
+        """
+x = torch.tensor([1.0, 2.0], requires_grad=True)
+g = torch.func.grad(lambda t: (t ** 2).sum())(x)  # [2, 4]
+""",
+        "yes",
+        "torch.func.grad fills .grad, like backward().",
+        "torch.func transforms return gradients as values, as torch.autograd.grad does: g is "
+        "[2, 4] and nothing accumulates into x.grad. Only backward() writes .grad.",
+        probe="x.grad is None",
+    ),
+    _q(
+        "higher_order",
+        "After backward through `torch.round`, is `x.grad` None?",
+        """
+x = torch.tensor([0.4, 1.6], requires_grad=True)
+torch.round(x).sum().backward()
+""",
+        "no",
+        "a step function like round cuts the graph, so x gets no gradient.",
+        "round has a backward function (RoundBackward0) whose derivative is zero almost "
+        "everywhere: x.grad is [0, 0]. Nothing learns through it, which is why quantised "
+        "networks replace its backward with a straight-through estimator.",
+        probe="x.grad is None",
+    ),
+    _q(
+        "higher_order",
+        "Does gradcheck reject this straight-through sign?",
+        """
+class SignSTE(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return torch.sign(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad  # straight through
+
+
+x = torch.tensor([-0.5, 0.5], dtype=torch.float64, requires_grad=True)
+ok = torch.autograd.gradcheck(SignSTE.apply, (x,), raise_exception=False)
+""",
+        "yes",
+        "a backward that training relies on passes gradcheck.",
+        "gradcheck compares backward with finite differences of forward: 0 for sign, 1 from "
+        "the STE. It fails by design; check an STE against the surrogate it stands for "
+        "(the identity here, a clamp for the clipped STE).",
+        probe="not ok",
+    ),
+    _q(
+        "higher_order",
+        "Does the checkpointed function run twice?",
+        """
+from torch.utils.checkpoint import checkpoint
+
+calls = []
+
+
+def block(t):
+    calls.append(1)
+    return t.sin()
+
+
+x = torch.tensor([1.0, 2.0], requires_grad=True)
+checkpoint(block, x, use_reentrant=False).sum().backward()
+""",
+        "yes",
+        "checkpoint caches the block's results, so backward reuses them.",
+        "checkpoint keeps only the block's inputs and runs the block again in backward to "
+        "rebuild what it saved (here sin's input): compute for memory, the opposite trade to "
+        "retain_graph.",
+        probe="len(calls) == 2",
     ),
 ]
 

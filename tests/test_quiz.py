@@ -133,6 +133,21 @@ def test_answer_table_agrees():
     assert table.column("question")[0] == "1. Has `w` changed?"
 
 
+def test_higher_order_questions_are_new_and_balanced():
+    mine = questions("higher_order")
+    others = {q.prompt for q in QUESTIONS if q.topic != "higher_order"}
+    assert 4 <= len(mine) <= 6 and not others & {q.prompt for q in mine}
+    assert [q.answer for q in mine].count("yes") == len(mine) // 2
+    assert TOPICS["higher_order"] == "09_past_first_order.ipynb"
+
+
+def test_grad_modes_questions_are_new():
+    mine = questions("grad_modes")
+    others = {q.prompt for q in QUESTIONS if q.topic != "grad_modes"}
+    assert 4 <= len(mine) <= 6 and not others & {q.prompt for q in mine}
+    assert TOPICS["grad_modes"] == "08_grad_modes_and_why_nothing_learns.ipynb"
+
+
 # ---- notebook 10's checkers --------------------------------------------------------------------
 
 GOOD = Question(
@@ -232,3 +247,53 @@ def test_check_order_placeholders_and_wrong_types(placeholder):
     result = check_order(placeholder, build_exercise)
     assert not result.ok
     assert re.search(r"replace the `\.\.\.`|give a list of names", result.messages[0])
+
+
+# ---- "does it raise?" questions name what they expect ---------------------------------------
+
+
+def _raising(code, raises=(RuntimeError, "a second time")):
+    return Question(
+        topic="freeing",
+        prompt="Does the last line raise an error?",
+        code=code,
+        answer="yes",
+        misconception="m",
+        fact="f",
+        raises=raises,
+    )
+
+
+SECOND_BACKWARD = (
+    "x = torch.ones(2, requires_grad=True)\ny = (x * x).sum()\ny.backward()\ny.backward()"
+)
+
+
+def test_a_raise_question_observes_its_own_exception():
+    observed = _raising(SECOND_BACKWARD).run()
+    assert observed.answer == "yes" and observed.detail.startswith("RuntimeError: Trying to")
+
+
+def test_a_typo_is_not_an_answer_to_does_it_raise():
+    typo = SECOND_BACKWARD.replace("y.backward()\ny.backward()", "y.backward()\ny.bakward()")
+    with pytest.raises(AssertionError, match=r"raised AttributeError.*about RuntimeError"):
+        _raising(typo).run()
+    with pytest.raises(AssertionError, match="raised NameError"):
+        _raising(SECOND_BACKWARD.replace("y.backward()\ny.backward()", "z.backward()")).run()
+
+
+def test_the_right_exception_with_another_message_is_not_the_answer_either():
+    with pytest.raises(AssertionError, match="the question is about RuntimeError"):
+        _raising(SECOND_BACKWARD, raises=(RuntimeError, "modified by an inplace")).run()
+
+
+def test_a_yes_raise_question_must_name_its_exception():
+    with pytest.raises(ValueError, match="name the exception it expects"):
+        _raising(SECOND_BACKWARD, raises=None)
+    with pytest.raises(ValueError, match="a probe or raises, not both"):
+        Question("leaf", "Is it?", "y = 1", "yes", "m", "f", probe="y", raises=(ValueError, "x"))
+
+
+def test_every_yes_raise_question_of_the_course_names_its_exception():
+    raising = [q for q in QUESTIONS if q.probe is None and q.answer == "yes"]
+    assert raising and all(q.raises is not None for q in raising)
