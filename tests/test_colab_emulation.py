@@ -1,6 +1,7 @@
 """Colab, emulated: a fresh virtual environment with Colab's relevant packages (ipywidgets 7.7,
-no torchviz, no helpers, this machine's torch), where each notebook's first cell must install what
-is missing (pointed at this checkout instead of the repository) and then run top to bottom.
+no torchviz, no helpers, this machine's pinned torch; `make compat` does the same with Colab's
+own torch), where each notebook's first cell must install what is missing (pointed at this
+checkout instead of the repository) and then run top to bottom.
 """
 
 import hashlib
@@ -13,22 +14,15 @@ from pathlib import Path
 
 import pytest
 
+from tests import compat
+from tests.compat import PIN
 from tests.notebook_files import NOTEBOOKS
 
 ROOT = Path(__file__).resolve().parent.parent
-# What Colab ships that matters here (googlecolab/backend-info, 2026-08): ipywidgets 7.7.1,
-# ipykernel 6.17.1, matplotlib 3.10.0, graphviz 0.21 and the dot program; no torchviz. Colab's torch
-# is 2.11; the machine's pinned torch stands in for it (an unpinned torch would pull CUDA builds).
-COLAB_PACKAGES = [
-    "torch==2.13.0",
-    "ipywidgets==7.7.1",
-    "ipykernel==6.17.1",
-    "matplotlib==3.10.0",
-    "graphviz==0.21",
-    "numpy",
-    "nbclient",
-    "nbformat",
-]
+# What Colab ships that matters here besides its torch (tests/compat.py, from
+# googlecolab/backend-info). Colab's torch is 2.11: `make compat` emulates Colab with it; here,
+# in `make test`, the machine's pinned torch stands in (an unpinned torch would pull CUDA builds).
+COLAB_PACKAGES = [f"torch=={PIN}", *compat.COLAB_PACKAGES]
 
 
 def colab_like_venv() -> Path:
