@@ -1,0 +1,157 @@
+"""The compatibility table (COMPATIBILITY.md, made by `make compat`) is current and true, and the
+compatibility run's bookkeeping works. `make compat` itself downloads several GB per torch release,
+so it is not part of `make test`; these tests make sure its table cannot silently go stale.
+"""
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+import tomllib
+
+from tests import compat
+from tests.notebook_files import NOTEBOOKS
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def table():
+    assert compat.TABLE.exists(), "COMPATIBILITY.md is missing: run `make compat`"
+    return compat.read_table(compat.TABLE.read_text(encoding="utf-8"))
+
+
+def test_table_was_made_from_the_notebooks_code_as_it_is_now(table):
+    stale = [
+        f"{p.name} (table {table['hashes'].get(p.name, 'has no row')}, now {compat.code_hash(p)})"
+        for p in NOTEBOOKS
+        if table["hashes"].get(p.name) != compat.code_hash(p)
+    ]
+    assert not stale, (
+        "these notebooks' code changed after COMPATIBILITY.md was made, so nobody has run them on "
+        "the other torch releases: run `make compat` (README: Compatibility) and commit the table: "
+        + "; ".join(stale)
+    )
+    assert set(table["hashes"]) == {p.name for p in NOTEBOOKS}
+
+
+def test_every_release_in_the_table_passed_everything(table):
+    assert table["versions"] == list(compat.VERSIONS)
+    for name, cells in table["cells"].items():
+        assert len(cells) == len(table["versions"]), name
+        for version, cell in zip(table["versions"], cells, strict=True):
+            assert cell.startswith("pass "), f"{name} on torch {version}: {cell}"
+    assert len(table["unit"]) == len(table["versions"])
+    assert all(c.startswith("pass: ") and " passed" in c for c in table["unit"]), table["unit"]
+    colab = dict(zip(table["versions"], table["colab"], strict=True))
+    assert colab[compat.COLAB_VERSION].startswith("pass ("), colab
+
+
+def test_pyproject_floor_is_the_oldest_release_tried(table):
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    floors = [d.split("#")[0].strip() for d in project["dependencies"] if d.startswith("torch>=")]
+    assert floors == [f"torch>={table['versions'][0]}"]
+    as_numbers = [tuple(map(int, v.split("."))) for v in table["versions"]]
+    assert as_numbers == sorted(as_numbers), "oldest first"
+
+
+def test_readme_names_the_releases_tried_and_links_the_table(table):
+    readme = (ROOT / "README.md").read_text()
+    assert "(COMPATIBILITY.md)" in readme
+    for version in table["versions"]:
+        assert f"torch {version}" in readme, version
+
+
+# --- the bookkeeping, without downloading anything --------------------------------------------
+
+
+def _notebook(tmp_path, cells):
+    path = tmp_path / "nb.ipynb"
+    path.write_text(json.dumps({"cells": cells}))
+    return path
+
+
+def _code(source, outputs=()):
+    return {"cell_type": "code", "source": source, "outputs": list(outputs)}
+
+
+def test_code_hash_follows_code_only(tmp_path):
+    base = [_code("x = 1\n"), {"cell_type": "markdown", "source": "prose"}, _code(["y = ", "2"])]
+    first = compat.code_hash(_notebook(tmp_path, base))
+    prose = [base[0], {"cell_type": "markdown", "source": "other prose"}, base[2]]
+    outputs = [_code("x = 1\n", [{"text": "1"}]), base[1], base[2]]
+    assert compat.code_hash(_notebook(tmp_path, prose)) == first
+    assert compat.code_hash(_notebook(tmp_path, outputs)) == first
+    assert compat.code_hash(_notebook(tmp_path, [_code("x = 2\n"), *base[1:]])) != first
+    assert compat.code_hash(_notebook(tmp_path, [base[2], base[1], base[0]])) != first  # order
+
+
+def test_constraints_drop_torch_and_what_torch_brought():
+    text = compat.constraints_without({"sympy", "typing-extensions"})
+    names = {line.split("==")[0].lower() for line in text.splitlines() if "==" in line}
+    assert "torch" not in names and "sympy" not in names and "typing_extensions" not in names
+    assert {"numpy", "ipywidgets", "nbval"} <= names  # the course's pins stay
+
+
+def test_torch_index_can_be_overridden():
+    plain = compat.torch_install_args("2.11.0", None)
+    assert "torch==2.11.0" in plain and "--index-url" not in plain
+    cpu = compat.torch_install_args("2.11.0", "https://download.pytorch.org/whl/cpu")
+    assert cpu[cpu.index("--index-url") + 1] == "https://download.pytorch.org/whl/cpu"
+
+
+def test_a_notebook_fails_on_an_error_or_on_stderr():
+    ok = compat.judge({"notebook": "a", "error": None, "stderr": [], "seconds": 2.5})
+    assert ok.ok and compat.cell(ok) == "pass 2.5 s"
+    error = compat.judge(
+        {
+            "notebook": "a",
+            "error": "Traceback\n\x1b[0;31mRuntimeError\x1b[0m: Found dtype Long\n",
+            "stderr": [],
+            "seconds": 1.0,
+        }
+    )
+    assert not error.ok and error.problem == "RuntimeError: Found dtype Long"
+    warned = compat.judge({"notebook": "a", "error": None, "stderr": ["W: old\n"], "seconds": 1})
+    assert not warned.ok and warned.problem == "stderr: W: old"
+
+
+def test_table_round_trip_and_failures_listed():
+    names = [p.name for p in NOTEBOOKS]
+    passing = [compat.NotebookResult(n, True, 1.0) for n in names]
+    failing = [compat.NotebookResult(names[0], False, 2.0, "RuntimeError: boom"), *passing[1:]]
+    results = [
+        compat.VersionResult("2.4.1", notebooks=passing, unit="3 passed", unit_ok=True),
+        compat.VersionResult(
+            "2.11.0",
+            notebooks=failing,
+            unit="1 failed, 2 passed",
+            unit_ok=False,
+            colab=passing,
+        ),
+    ]
+    assert results[0].ok and not results[1].ok
+    text = compat.render_table(results, "2026-11-30", "Linux x86_64")
+    assert compat.GENERATED in text and "2026-11-30" in text
+    read = compat.read_table(text)
+    assert read["versions"] == ["2.4.1", "2.11.0"]
+    assert read["hashes"] == {p.name: compat.code_hash(p) for p in NOTEBOOKS}
+    assert read["cells"][names[0]] == ["pass 1.0 s", "FAIL 2.0 s"]
+    assert read["unit"] == ["pass: 3 passed", "FAIL: 1 failed, 2 passed"]
+    assert read["colab"][0] == "—" and read["colab"][1].startswith("pass (")
+    assert re.search(rf"torch 2\.11\.0, {re.escape(names[0])}: RuntimeError: boom", text)
+
+
+def test_versions_are_listed_oldest_first_with_colabs_among_them():
+    numbers = [tuple(map(int, v.split("."))) for v in compat.VERSIONS]
+    assert numbers == sorted(numbers)
+    assert compat.COLAB_VERSION in compat.VERSIONS
+    assert compat.PIN not in compat.VERSIONS  # the pin is proven by make test itself
+
+
+def test_unit_tests_run_by_compat_are_every_test_file_but_the_named_exceptions():
+    files = {p.name for p in (ROOT / "tests").glob("test_*.py")}
+    assert set(compat.NOT_UNIT) <= files, set(compat.NOT_UNIT) - files  # no stale exception
+    assert {u.removeprefix("tests/") for u in compat.UNIT_TESTS} == files - set(compat.NOT_UNIT)
+    assert all(reason for reason in compat.NOT_UNIT.values())
