@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import re
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
 __all__ = [
     "CheckResult",
     "ExpectedError",
     "ExpectedWarnings",
+    "call_learner",
     "clean_message",
     "expect_error",
     "expect_warning",
@@ -29,6 +31,21 @@ def clean_message(message: str) -> str:
     if len(lines) > MAX_LINES:
         lines = lines[:MAX_LINES] + [f"... ({len(lines) - MAX_LINES} more lines)"]
     return "\n".join(lines)
+
+
+def call_learner(
+    func: Callable[..., Any], *args: Any, first_line: bool = False
+) -> tuple[Any, list[str], BaseException | None]:
+    """Call an exercise's function written by the learner: (its result, the warnings it raised,
+    cleaned, or only their first lines, and the exception it raised or None). Never raises."""
+    with warnings.catch_warnings(record=True) as records:
+        warnings.simplefilter("always")
+        try:
+            result = func(*args)
+        except Exception as err:  # the learner's code may raise anything: report it
+            return None, [], err
+    messages = [clean_message(str(w.message)) for w in records]
+    return result, [m.splitlines()[0] for m in messages] if first_line else messages, None
 
 
 def _check_type(exc_type: object, func: str) -> None:

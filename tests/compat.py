@@ -352,6 +352,25 @@ def run_unit_tests(python: Path) -> tuple[bool, str]:
     return done.returncode == 0, line
 
 
+def start_like_a_new_colab_runtime(python: Path) -> None:
+    """Uninstall the course's packages from a Colab-like environment, so that each notebook's
+    first cell must install them, as on a new Colab runtime."""
+    done = _run(
+        [
+            str(python),
+            "-m",
+            "pip",
+            "uninstall",
+            "-q",
+            "-y",
+            "torchviz",
+            "autograd-notebooks-helpers",
+        ],
+        600,
+    )
+    _check(done, "uninstalling the course's packages from the Colab-like environment")
+
+
 def try_version(
     version: str, notebooks: list[Path], index: str | None, colab: bool, unit: bool = True
 ) -> VersionResult:
@@ -371,20 +390,7 @@ def try_version(
         colab_python = make_env(
             HOME / f"colab-torch-{version}", version, COLAB_PACKAGES, index, pinned=False
         )
-        # Each run starts like a new Colab runtime: without the course's packages.
-        _run(
-            [
-                str(colab_python),
-                "-m",
-                "pip",
-                "uninstall",
-                "-q",
-                "-y",
-                "torchviz",
-                "autograd-notebooks-helpers",
-            ],
-            600,
-        )
+        start_like_a_new_colab_runtime(colab_python)
         result.colab = run_notebooks(colab_python, notebooks, fake_colab=True)
     return result
 

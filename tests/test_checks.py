@@ -73,3 +73,16 @@ def test_feedback_says_what_is_wrong():
     assert feedback([]).ok
     bad = feedback(["ff1.grad is None: did you call requires_grad_() on the cut?"])
     assert not bad and "requires_grad_()" in repr(bad) and "<li>" in bad._repr_html_()
+
+
+def test_call_learner_reports_result_warnings_and_exception_without_raising():
+    from helpers.checks import call_learner
+
+    def warns(x):
+        warnings.warn("first line\nsecond line", UserWarning, stacklevel=2)
+        return x * 2
+
+    assert call_learner(warns, 3) == (6, ["first line\nsecond line"], None)
+    assert call_learner(warns, 3, first_line=True) == (6, ["first line"], None)
+    result, warned, err = call_learner(lambda: 1 / 0)
+    assert result is None and warned == [] and isinstance(err, ZeroDivisionError)

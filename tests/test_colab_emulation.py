@@ -46,22 +46,7 @@ def colab_like_venv() -> Path:
             timeout=900,
         )
         (home / ".ready").touch()
-    # Each run starts like a new Colab runtime: without the course's packages.
-    subprocess.run(
-        [
-            str(python),
-            "-m",
-            "pip",
-            "uninstall",
-            "-q",
-            "-y",
-            "torchviz",
-            "autograd-notebooks-helpers",
-        ],
-        check=True,
-        capture_output=True,
-        timeout=300,
-    )
+    compat.start_like_a_new_colab_runtime(python)
     return python
 
 

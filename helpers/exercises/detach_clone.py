@@ -7,13 +7,12 @@ Each checker takes the learner's function, runs it on fresh tensors of its own, 
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
 from typing import Any
 
 import torch
 
-from helpers.checks import CheckResult, clean_message, feedback
+from helpers.checks import CheckResult, call_learner, clean_message, feedback
 
 __all__ = ["check_cut", "check_sgd_update", "check_snapshot"]
 
@@ -23,17 +22,6 @@ _LR = 0.25  # with the loss sum(w * w), w.grad = 2w and one step gives w = [0.5,
 
 def _same_storage(a: torch.Tensor, b: torch.Tensor) -> bool:
     return a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
-
-
-def _call(func: Callable[..., Any], *args: Any) -> tuple[Any, list[str], BaseException | None]:
-    """Call the learner's function: (its result, warnings it raised, the exception it raised)."""
-    with warnings.catch_warnings(record=True) as records:
-        warnings.simplefilter("always")
-        try:
-            result = func(*args)
-        except Exception as err:  # the learner's code may raise anything: report it
-            return None, [], err
-    return result, [clean_message(str(w.message)) for w in records], None
 
 
 def _error_text(name: str, err: BaseException) -> str:
@@ -66,7 +54,7 @@ def check_snapshot(take_snapshot: Callable[[torch.Tensor], Any]) -> CheckResult:
             ]
         )
     w = torch.tensor(_W, requires_grad=True)
-    before, warned, err = _call(take_snapshot, w)
+    before, warned, err = call_learner(take_snapshot, w)
     if err is not None:
         return feedback([_error_text(name, err)])
     problem = _not_a_tensor(name, before, "an expression built from w")
@@ -119,7 +107,7 @@ def check_cut(cut: Callable[[torch.Tensor], Any]) -> CheckResult:
         return feedback([f"pass the function itself: check_cut(cut), not a {type(cut).__name__}."])
     x = torch.tensor(_W, requires_grad=True)
     f1 = x * x  # model 1
-    ff1, warned, err = _call(cut, f1)
+    ff1, warned, err = call_learner(cut, f1)
     if err is not None:
         return feedback([_error_text(name, err)])
     problem = _not_a_tensor(name, ff1, "an expression built from f1")
@@ -180,7 +168,7 @@ def check_sgd_update(sgd_update: Callable[[torch.Tensor, float], Any]) -> CheckR
     expected = start - _LR * w.grad
     wrong_way = start + _LR * w.grad
     version = w._version
-    _, warned, err = _call(sgd_update, w, _LR)
+    _, warned, err = call_learner(sgd_update, w, _LR)
     if err is not None:
         if "leaf Variable that requires grad" in str(err):
             return feedback(

@@ -11,14 +11,13 @@ and `last`, applied in that order, with hand-set weights.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
 from typing import Any
 
 import torch
 from torch import nn
 
-from helpers.checks import CheckResult, clean_message, feedback
+from helpers.checks import CheckResult, call_learner, clean_message, feedback
 from helpers.params import ParamDiff, param_diff, snapshot
 
 __all__ = ["check_freeze_middle", "check_real_leaf", "check_train"]
@@ -48,17 +47,6 @@ class _ThreeLayers(nn.Module):
 
 def _data() -> tuple[torch.Tensor, torch.Tensor]:
     return torch.tensor([[1.0, 2.0], [2.0, -1.0]]), torch.tensor([[1.0], [2.5]])
-
-
-def _call(func: Callable[..., Any], *args: Any) -> tuple[Any, list[str], BaseException | None]:
-    """Call the learner's function: (its result, warnings it raised, the exception it raised)."""
-    with warnings.catch_warnings(record=True) as records:
-        warnings.simplefilter("always")
-        try:
-            result = func(*args)
-        except Exception as err:  # the learner's code may raise anything: report it
-            return None, [], err
-    return result, [clean_message(str(w.message)).splitlines()[0] for w in records], None
 
 
 def _error_text(name: str, err: BaseException) -> str:
@@ -96,7 +84,7 @@ def check_real_leaf(make_weight: Callable[[list[float]], Any]) -> CheckResult:
     refused = _not_callable(make_weight, "check_real_leaf", "make_weight")
     if refused is not None:
         return refused
-    w, warned, err = _call(make_weight, list(_VALUES))
+    w, warned, err = call_learner(make_weight, list(_VALUES), first_line=True)
     if err is not None:
         return feedback([_error_text(name, err)])
     if w is Ellipsis:
@@ -181,7 +169,7 @@ def check_train(train: Callable[..., Any]) -> CheckResult:
     model = _ThreeLayers()
     x, target = _data()
     before = snapshot(model)
-    losses, warned, err = _call(train, model, x, target)
+    losses, warned, err = call_learner(train, model, x, target, first_line=True)
     if err is not None:
         return feedback([_error_text(name, err)])
     if losses is Ellipsis:
@@ -220,7 +208,7 @@ def check_freeze_middle(freeze_middle: Callable[[nn.Module], Any]) -> CheckResul
     if refused is not None:
         return refused
     model = _ThreeLayers()
-    _, warned, err = _call(freeze_middle, model)
+    _, warned, err = call_learner(freeze_middle, model, first_line=True)
     if err is not None:
         return feedback([_error_text(name, err)])
     if not any(p.requires_grad for p in model.parameters()):
