@@ -107,10 +107,6 @@ class GraphData:
         """Names of the backward functions, in the order they were met."""
         return [n.label for n in self.nodes if n.kind == "function"]
 
-    def inputs_of(self, node_id: str) -> list[str]:
-        """Ids of the nodes with a flow edge into `node_id`."""
-        return [e.src for e in self.edges if e.dst == node_id and e.style == "flow"]
-
 
 def _shape_text(shape: Iterable[int]) -> str:
     return "(" + ", ".join(str(s) for s in shape) + ")"

@@ -82,3 +82,47 @@ def test_ci_runs_exactly_the_readme_test_command():
     assert [
         line for line in ci.splitlines() if line and not line.startswith(("#", "set ", "cd "))
     ] == ["make test"]
+
+
+#: Import name -> the distribution that provides it, where the two differ.
+DISTRIBUTION = {"PIL": "pillow", "IPython": "ipython", "yaml": "pyyaml"}
+#: Helper modules that are maintainer tooling (not imported by notebooks): dev extras suffice.
+TOOLING = {"helpers/course.py"}
+
+
+def _requirement_names(requirements):
+    return {re.split(r"[<>=!~\[; ]", r, maxsplit=1)[0].lower() for r in requirements}
+
+
+def third_party_imports(path: Path) -> set[str]:
+    """The top-level names of the modules a Python file imports, standard library left out."""
+    import ast
+    import sys
+
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module.split(".")[0])
+    return {n for n in names if n not in sys.stdlib_module_names and n != "helpers"}
+
+
+def test_every_third_party_import_of_the_helpers_is_a_declared_dependency():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    runtime = _requirement_names(project["dependencies"])
+    dev = runtime | _requirement_names(project["optional-dependencies"]["dev"])
+    missing = {}
+    for path in sorted((ROOT / "helpers").rglob("*.py")):
+        name = path.relative_to(ROOT).as_posix()
+        declared = dev if name in TOOLING else runtime
+        for module in third_party_imports(path):
+            if DISTRIBUTION.get(module, module).lower() not in declared:
+                missing.setdefault(name, set()).add(module)
+    assert not missing, f"imported but not declared in pyproject.toml: {missing}"
+
+
+def test_the_import_scan_sees_imports_inside_functions(tmp_path):
+    source = tmp_path / "m.py"
+    source.write_text("import os\ndef f():\n    from PIL import Image\n    import torch.nn\n")
+    assert third_party_imports(source) == {"PIL", "torch"}
