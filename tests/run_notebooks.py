@@ -4,6 +4,11 @@
 
 Used by the fault and Colab-emulation tests, which run it in a changed environment (no `dot` on
 PATH, no network, a Colab-like virtual environment). Needs only nbclient and nbformat.
+
+Each notebook gets a fresh kernel, so one notebook can depend on another only through a file that
+one writes and the other reads in the notebooks' folder. Each result lists the files the notebook
+created or changed there (`files_written`): with none, the order cannot matter, and a shuffled run
+checks that claim in an order nobody chose.
 """
 
 from __future__ import annotations
@@ -22,9 +27,18 @@ FAKE_COLAB = (
 )
 
 
+def folder_state(folder: Path) -> dict[str, int]:
+    """Every file under `folder` (relative path) -> its modification time in nanoseconds."""
+    return {
+        p.relative_to(folder).as_posix(): p.stat().st_mtime_ns
+        for p in folder.rglob("*")
+        if p.is_file()
+    }
+
+
 def run(path: Path, fake_colab: bool) -> dict:
-    """Execute one notebook; return its name, error (or None), all text it showed, and the
-    seconds Run All took (kernel start included)."""
+    """Execute one notebook; return its name, error (or None), all text it showed, the files it
+    created or changed in its folder, and the seconds Run All took (kernel start included)."""
     import nbformat
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError
@@ -37,12 +51,15 @@ def run(path: Path, fake_colab: bool) -> dict:
         nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
     )
     error = None
+    before = folder_state(path.parent)
     start = time.monotonic()
     try:
         client.execute()
     except CellExecutionError as err:
         error = str(err)[-3000:]
     seconds = time.monotonic() - start
+    after = folder_state(path.parent)
+    written = sorted(name for name, mtime in after.items() if before.get(name) != mtime)
     texts, stderr = [], []
     for cell in nb.cells:
         for out in cell.get("outputs", []):
@@ -54,6 +71,7 @@ def run(path: Path, fake_colab: bool) -> dict:
         "error": error,
         "stderr": stderr,
         "text": "\n".join(texts),
+        "files_written": written,
         "seconds": round(seconds, 2),
     }
 

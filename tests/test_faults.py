@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from helpers.graph import missing_dot_message
+from tests.ci import skip_or_fail
 from tests.notebook_files import NOTEBOOKS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -77,6 +78,8 @@ def test_notebooks_run_without_dot_offline_in_shuffled_order(capsys):
         print(f"\n  offline={offline} shuffle seed={seed} order: {order}")
     for r in results:
         assert r["error"] is None, f"{r['notebook']} failed without dot/offline:\n{r['error']}"
+        # nothing written next to the notebooks, so no notebook can depend on another's run
+        assert not r["files_written"], f"{r['notebook']} wrote {r['files_written']}"
         assert not r["stderr"], f"{r['notebook']} wrote to stderr: {r['stderr']}"
         # every graph picture (show_graph, split_graphs) shows its text and what to install
         pictures = graph_pictures(ROOT / "notebooks" / r["notebook"])
@@ -86,3 +89,22 @@ def test_notebooks_run_without_dot_offline_in_shuffled_order(capsys):
         assert advice >= len(pictures), f"{r['notebook']}: {len(pictures)} graphs, {advice} advice"
     assert any("`dot` program is not installed" in r["text"] for r in results)
     assert [r["notebook"] for r in results] != [] and len(results) == len(NOTEBOOKS)
+    if not offline:  # every check above held, but with the network up: say so, never pass
+        skip_or_fail("ran with the network up: cutting it needs `unshare -n` (root on Linux)")
+
+
+def test_the_runner_reports_the_files_a_notebook_writes_next_to_it(tmp_path):
+    import nbformat
+    from nbformat.v4 import new_code_cell, new_notebook
+
+    tidy, messy = tmp_path / "01_tidy.ipynb", tmp_path / "02_messy.ipynb"
+    nbformat.write(new_notebook(cells=[new_code_cell("x = 1")]), tidy)
+    writes = "open('scratch.txt', 'w').write('state for the next notebook')"
+    nbformat.write(new_notebook(cells=[new_code_cell(writes)]), messy)
+    done = subprocess.run(
+        [sys.executable, str(RUNNER), str(tidy), str(messy)],
+        capture_output=True, text=True, timeout=300, check=True,
+    )
+    results = {r["notebook"]: r for r in json.loads(done.stdout)}
+    assert results["01_tidy.ipynb"]["files_written"] == []
+    assert results["02_messy.ipynb"]["files_written"] == ["scratch.txt"]

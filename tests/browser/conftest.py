@@ -17,10 +17,10 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NoReturn
 
 import pytest
 
+from tests.ci import skip_or_fail
 from tests.local_http import free_port, http_status, stop_process_group
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -48,17 +48,6 @@ def missing_message(path: Path) -> str:
         "`sudo apt-get install chromium` (Debian/Ubuntu) or `make browser-deps`, then re-run; "
         "Playwright's own browser download is not used."
     )
-
-
-def skip_or_fail(message: str) -> NoReturn:
-    """Skip a test whose requirement is missing; in CI (CI=true), fail it instead.
-
-    The README promises that `make test` runs the course in a browser: in CI a missing browser is
-    a broken machine, not a reason to report green without the run.
-    """
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"{message} (CI=true: the browser run is required in CI)", pytrace=False)
-    pytest.skip(message)
 
 
 def require_chromium(path: Path | None = None) -> Path:
