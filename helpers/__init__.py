@@ -9,25 +9,9 @@ Submodules load on first use, so `import helpers` costs little more than nothing
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-__all__ = [
-    "AutogradGraph",
-    "CheckResult",
-    "Table",
-    "autograd_graph",
-    "dot_available",
-    "environment_report",
-    "expect_error",
-    "expect_warning",
-    "feedback",
-    "param_diff",
-    "show_graph",
-    "show_param_diff",
-    "snapshot",
-    "tensor_state",
-]
-
+#: The public helpers, each with the submodule it lives in: the one list to extend.
 _HOME = {
     "AutogradGraph": "graph",
     "autograd_graph": "graph",
@@ -45,13 +29,7 @@ _HOME = {
     "environment_report": "environment",
 }
 
-if TYPE_CHECKING:
-    from helpers.checks import CheckResult, expect_error, expect_warning, feedback
-    from helpers.display import Table
-    from helpers.environment import environment_report
-    from helpers.graph import AutogradGraph, autograd_graph, dot_available, show_graph
-    from helpers.params import param_diff, show_param_diff, snapshot
-    from helpers.state import tensor_state
+__all__ = sorted(_HOME)
 
 
 def __getattr__(name: str) -> Any:
