@@ -14,7 +14,7 @@ TORCH_INDEX ?=
 TORCH_FROM := $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX),)
 NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg
 
-.PHONY: install lab test lint unit notebooks execute bench compat lock clean browser-deps
+.PHONY: install lab test lint unit notebooks execute bench compat mutate lock clean browser-deps
 
 # Create/refresh .venv from the pins; a no-op when pyproject.toml and constraints.txt are unchanged.
 install: $(STAMP)
@@ -66,6 +66,12 @@ bench: $(STAMP)
 compat: $(STAMP)
 	$(BIN)/python -m tests.compat $(COMPAT_ARGS)
 
+# Mutation score of the helpers (tests/mutate.py says which modules and tests); writes MUTATION.md.
+# MODULES=helpers/state.py runs one module and prints its survivors instead.
+mutate: $(STAMP)
+	$(BIN)/python -m pip install -q --disable-pip-version-check -c constraints.txt -e ".[mutate]"
+	$(BIN)/python -m tests.mutate $(if $(MODULES),--survivors $(MODULES))
+
 # Re-pin after changing dependencies (review the diff before committing).
 lock: $(STAMP)
 	$(BIN)/python -m pip freeze --all --exclude-editable | grep -v -E '^(pip)==' \
@@ -74,4 +80,4 @@ lock: $(STAMP)
 	  rm constraints.body && mv constraints.new constraints.txt
 
 clean:
-	rm -rf $(VENV) .artifacts .compat
+	rm -rf $(VENV) .artifacts .compat .mutate

@@ -1,0 +1,218 @@
+"""`make mutate`: break the helpers on purpose (mutmut) and count the breaks the unit tests see.
+
+    python -m tests.mutate                      every module below, then MUTATION.md
+    python -m tests.mutate helpers/state.py     one module (writes no table)
+    python -m tests.mutate --survivors helpers/state.py   one module, each survivor's diff
+
+Each module is mutated with only its own fast unit tests (never the notebooks: a mutant the
+8-minute nbval run would catch still counts as a survivor here). Every module runs in its own
+scratch copy of the repository under .mutate/, so runs never touch the working tree and several can
+run side by side. Not part of `make test`: the whole run takes minutes.
+
+A survivor that is harmless (an equivalent mutant, a message's wording) gets its reason in
+tests/mutation_survivors.toml; MUTATION.md lists every survivor, grouped by that reason, and the
+ones nobody explained yet.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import tomllib
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRATCH = ROOT / ".mutate"
+TABLE = ROOT / "MUTATION.md"
+REASONS = ROOT / "tests" / "mutation_survivors.toml"
+GOAL = 0.85
+
+#: The modules that compute, each with the unit tests that must catch its mutants.
+MODULES: dict[str, list[str]] = {
+    "helpers/graph.py": ["tests/test_graph.py"],
+    "helpers/state.py": ["tests/test_state.py"],
+    "helpers/params.py": ["tests/test_params.py"],
+    "helpers/checks.py": ["tests/test_checks.py"],
+    "helpers/split.py": ["tests/test_split.py"],
+    "helpers/memory.py": ["tests/test_memory.py"],
+    "helpers/quiz.py": ["tests/test_quiz.py"],
+    **{
+        f"helpers/exercises/{path.stem}.py": [f"tests/test_exercises_{path.stem}.py"]
+        for path in sorted((ROOT / "helpers" / "exercises").glob("*.py"))
+        if path.stem not in {"__init__", "check_yourself"}
+    },
+    "helpers/exercises/check_yourself.py": ["tests/test_quiz.py"],
+}
+
+#: Modules left out, each with the reason (drawing and layout are checked by looking at them).
+LEFT_OUT: dict[str, str] = {
+    "helpers/widgets.py": "ipywidgets layout; the browser test clicks every widget",
+    "helpers/display.py": "HTML and text rendering of tables; every notebook output shows it",
+    "helpers/environment.py": "reports the learner's installation; nothing to compute",
+    "helpers/course.py": "maintainer tooling (badges, sync); tests/test_course.py covers it",
+    "helpers/leakage.py": "figure layout of notebook 07's leak; its numbers are asserted there",
+    "helpers/widget_logic.py": "not measured yet: its backward recorder is to move out first",
+    "helpers/distributed.py": "not measured yet: its rank step functions are to move out first",
+    "helpers/__init__.py": "the list of public names; tests/test_public_helpers.py checks it",
+}
+
+_STATUS = re.compile(r"^\s*(\S+__mutmut_\d+): (.+)$")
+
+
+@dataclass
+class ModuleResult:
+    """One module's mutants by status."""
+
+    module: str
+    statuses: dict[str, str] = field(default_factory=dict)  # mutant name -> status
+
+    @property
+    def killed(self) -> int:
+        return sum(s == "killed" for s in self.statuses.values())
+
+    @property
+    def survivors(self) -> list[str]:
+        return sorted(name for name, s in self.statuses.items() if s != "killed")
+
+    @property
+    def score(self) -> float:
+        return self.killed / len(self.statuses) if self.statuses else 0.0
+
+
+def scratch_for(module: str) -> Path:
+    """A fresh copy of helpers/, tests/ and pyproject.toml, configured to mutate `module`."""
+    slug = module.removeprefix("helpers/").removesuffix(".py").replace("/", "-")
+    scratch = SCRATCH / slug
+    shutil.rmtree(scratch, ignore_errors=True)
+    scratch.mkdir(parents=True)
+    ignore = shutil.ignore_patterns("__pycache__", "browser")
+    shutil.copytree(ROOT / "helpers", scratch / "helpers", ignore=ignore)
+    shutil.copytree(ROOT / "tests", scratch / "tests", ignore=ignore)
+    config = (ROOT / "pyproject.toml").read_text()
+    tests = ", ".join(f'"{t}"' for t in MODULES[module])
+    config += (
+        "\n[tool.mutmut]\n"
+        f'paths_to_mutate = ["{module}"]\n'
+        f"pytest_add_cli_args_test_selection = [{tests}]\n"
+        'pytest_add_cli_args = ["-q", "-x", "-p", "no:randomly"]\n'
+    )
+    (scratch / "pyproject.toml").write_text(config)
+    return scratch
+
+
+def mutate(module: str) -> ModuleResult:
+    """Run mutmut over one module with its tests; every mutant's status."""
+    if module not in MODULES:
+        raise SystemExit(f"{module} is not in tests/mutate.py's MODULES: {', '.join(MODULES)}")
+    scratch = scratch_for(module)
+    mutmut = [sys.executable, "-m", "mutmut"]
+    run = subprocess.run([*mutmut, "run"], cwd=scratch, capture_output=True, text=True)
+    if run.returncode not in (0, 1):
+        raise SystemExit(f"mutmut failed on {module}:\n{run.stdout[-2000:]}\n{run.stderr[-2000:]}")
+    listing = subprocess.run(
+        [*mutmut, "results", "--all", "true"], cwd=scratch, capture_output=True, text=True
+    )
+    result = ModuleResult(module)
+    for line in listing.stdout.splitlines():
+        found = _STATUS.match(line)
+        if found:
+            result.statuses[found.group(1)] = found.group(2).strip()
+    if not result.statuses:
+        raise SystemExit(f"mutmut reported no mutants for {module}:\n{listing.stdout[-2000:]}")
+    return result
+
+
+def survivor_diff(module: str, name: str) -> str:
+    """The changed line of one mutant (from the module's scratch copy)."""
+    shown = subprocess.run(
+        [sys.executable, "-m", "mutmut", "show", name],
+        cwd=scratch_for_existing(module),
+        capture_output=True,
+        text=True,
+    ).stdout
+    added = [line[1:].strip() for line in shown.splitlines() if line.startswith("+ ")]
+    added = added or [line[1:].strip() for line in shown.splitlines() if line.startswith("+")]
+    return next((a for a in added if not a.startswith("++")), "?")
+
+
+def scratch_for_existing(module: str) -> Path:
+    slug = module.removeprefix("helpers/").removesuffix(".py").replace("/", "-")
+    return SCRATCH / slug
+
+
+def reasons() -> dict[str, dict[str, str]]:
+    """module -> mutant name -> why it may survive (tests/mutation_survivors.toml)."""
+    if not REASONS.exists():
+        return {}
+    return tomllib.loads(REASONS.read_text())
+
+
+def write_table(results: list[ModuleResult]) -> str:
+    """MUTATION.md: score per module against the goal, and every survivor by reason."""
+    why = reasons()
+    today = datetime.date.today().isoformat()
+    lines = [
+        "# Mutation score of the helpers",
+        "",
+        f"<!-- generated by `make mutate` on {today}; do not edit by hand -->",
+        "",
+        f"Each module's mutants (mutmut) against its own unit tests. Goal: {GOAL:.0%} killed.",
+        "",
+        "| module | tests | mutants | killed | score | goal met |",
+        "|---|---|---:|---:|---:|---|",
+    ]
+    for r in results:
+        tests = ", ".join(Path(t).name for t in MODULES[r.module])
+        met = "yes" if r.score >= GOAL else "**no**"
+        lines.append(
+            f"| `{r.module}` | {tests} | {len(r.statuses)} | {r.killed} | {r.score:.0%} | {met} |"
+        )
+    lines += ["", "Left out, with the reason:", ""]
+    lines += [f"- `{module}`: {reason}" for module, reason in LEFT_OUT.items()]
+    lines += ["", "## Survivors", ""]
+    for r in results:
+        if not r.survivors:
+            continue
+        lines += [f"### `{r.module}`", ""]
+        groups: dict[str, list[str]] = {}
+        for name in r.survivors:
+            reason = why.get(r.module, {}).get(name, "not explained yet")
+            groups.setdefault(reason, []).append(name)
+        for reason, names in sorted(groups.items()):
+            lines.append(f"- {reason}:")
+            for name in names:
+                diff = survivor_diff(r.module, name).replace("|", "\\|")
+                lines.append(f"  - `{name}` ({r.statuses[name]}): `{diff}`")
+        lines.append("")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("modules", nargs="*", help="helpers/... files (default: all)")
+    parser.add_argument("--survivors", action="store_true", help="print each survivor's diff")
+    args = parser.parse_args(argv)
+    modules = args.modules or list(MODULES)
+    results = []
+    for module in modules:
+        result = mutate(module)
+        results.append(result)
+        print(f"{module}: {result.killed}/{len(result.statuses)} killed ({result.score:.0%})")
+        if args.survivors:
+            for name in result.survivors:
+                print(f"  {name} ({result.statuses[name]}): {survivor_diff(module, name)}")
+    if not args.modules:
+        TABLE.write_text(write_table(results))
+        print(f"wrote {TABLE.name}")
+    return 0 if all(r.score >= GOAL for r in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

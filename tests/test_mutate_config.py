@@ -1,0 +1,30 @@
+"""`make mutate`'s configuration stays complete: every helper module is measured or left out with
+a reason, and every listed test file exists."""
+
+from tests import mutate
+
+
+def test_every_helper_module_is_measured_or_left_out_with_a_reason():
+    helpers = mutate.ROOT / "helpers"
+    modules = {p.relative_to(mutate.ROOT).as_posix() for p in helpers.rglob("*.py")}
+    modules.discard("helpers/exercises/__init__.py")
+    unlisted = modules - set(mutate.MODULES) - set(mutate.LEFT_OUT)
+    assert not unlisted, f"add these to MODULES or LEFT_OUT in tests/mutate.py: {sorted(unlisted)}"
+    assert not set(mutate.MODULES) & set(mutate.LEFT_OUT)
+    assert all(len(reason) > 20 for reason in mutate.LEFT_OUT.values())
+
+
+def test_every_measured_module_has_existing_fast_tests():
+    for module, tests in mutate.MODULES.items():
+        assert (mutate.ROOT / module).exists(), module
+        for test in tests:
+            assert (mutate.ROOT / test).exists(), f"{module}: {test} does not exist"
+            assert "run_all" not in test and "browser" not in test, "notebook runs are not fast"
+
+
+def test_the_score_counts_every_mutant_that_was_not_killed_as_a_survivor():
+    result = mutate.ModuleResult(
+        "helpers/state.py",
+        {"a": "killed", "b": "survived", "c": "timeout", "d": "no tests", "e": "killed"},
+    )
+    assert result.killed == 2 and result.survivors == ["b", "c", "d"] and result.score == 0.4
