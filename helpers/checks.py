@@ -13,6 +13,7 @@ __all__ = [
     "CheckResult",
     "ExpectedError",
     "ExpectedWarnings",
+    "brief_message",
     "call_learner",
     "clean_message",
     "expect_error",
@@ -23,6 +24,11 @@ __all__ = [
 _TRIGGERED = re.compile(r"\s*\(Triggered internally at [^)]*\)\.?")
 MAX_LINES = 8
 
+#: Long torch messages the course shows in full once (where) and by their first sentence after.
+SHOWN_IN_FULL = {
+    "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed.": "01_leaf_nodes",
+}
+
 
 def clean_message(message: str) -> str:
     """A message without torch's '(Triggered internally at file:line)' tail, at most 8 lines."""
@@ -31,6 +37,16 @@ def clean_message(message: str) -> str:
     if len(lines) > MAX_LINES:
         lines = lines[:MAX_LINES] + [f"... ({len(lines) - MAX_LINES} more lines)"]
     return "\n".join(lines)
+
+
+def brief_message(message: str) -> str:
+    """A message the course has shown in full elsewhere, cut to its first sentence and a pointer
+    to where the full text is; any other message cleaned (`clean_message`)."""
+    text = clean_message(message)
+    for first_sentence, notebook in SHOWN_IN_FULL.items():
+        if text.startswith(first_sentence) and text != first_sentence:
+            return f"{first_sentence} [… torch's full text is shown in {notebook}]"
+    return text
 
 
 def call_learner(
@@ -123,12 +139,15 @@ class ExpectedWarnings:
 
 @contextmanager
 def expect_warning(
-    category: type[Warning] | tuple[type[Warning], ...] = Warning, match: str | None = None
+    category: type[Warning] | tuple[type[Warning], ...] = Warning,
+    match: str | None = None,
+    full: bool = False,
 ) -> Iterator[ExpectedWarnings]:
     """Run a block that must warn; show the warning (no file/line noise) instead of stderr.
 
     Raises AssertionError if no warning of `category` (whose message matches `match`) happens.
-    Other warnings pass through unchanged.
+    Other warnings pass through unchanged. A long message the course shows in full once
+    (`SHOWN_IN_FULL`) is shown by its first sentence, unless `full=True`.
     """
     _check_type(category, "expect_warning")
     result = ExpectedWarnings(_name(category))
@@ -147,7 +166,8 @@ def expect_warning(
         wanted = _name(category) + (f" matching {match!r}" if match else "")
         raise AssertionError(f"expected a {wanted}, but none was raised")
     for w in result.caught:
-        print(f"{w.category.__name__} (as expected): {clean_message(str(w.message))}")
+        text = clean_message(str(w.message)) if full else brief_message(str(w.message))
+        print(f"{w.category.__name__} (as expected): {text}")
 
 
 @dataclass

@@ -5,7 +5,14 @@ import warnings
 import pytest
 import torch
 
-from helpers.checks import clean_message, expect_error, expect_warning, feedback
+from helpers.checks import (
+    SHOWN_IN_FULL,
+    brief_message,
+    clean_message,
+    expect_error,
+    expect_warning,
+    feedback,
+)
 
 
 def test_expected_error_is_shown_briefly(capsys):
@@ -86,3 +93,70 @@ def test_call_learner_reports_result_warnings_and_exception_without_raising():
     assert call_learner(warns, 3, first_line=True) == (6, ["first line"], None)
     result, warned, err = call_learner(lambda: 1 / 0)
     assert result is None and warned == [] and isinstance(err, ZeroDivisionError)
+
+
+def test_the_non_leaf_warning_is_shown_in_full_once_then_by_its_first_sentence(capsys):
+    h = torch.ones(2, requires_grad=True) * 2
+    with expect_warning(UserWarning, match="not a leaf", full=True):
+        assert h.grad is None
+    full = capsys.readouterr().out
+    with expect_warning(UserWarning, match="not a leaf"):
+        assert h.grad is None
+    brief = capsys.readouterr().out
+    assert "retain_grad()" in full and "retain_grad()" not in brief
+    assert brief == (
+        "UserWarning (as expected): The .grad attribute of a Tensor that is not a leaf Tensor "
+        "is being accessed. [… torch's full text is shown in 01_leaf_nodes]\n"
+    )
+
+
+def test_brief_message_leaves_other_messages_whole():
+    assert brief_message("Something else. And more.") == "Something else. And more."
+    sentence = next(iter(SHOWN_IN_FULL))
+    assert brief_message(sentence) == sentence  # nothing cut, so no pointer either
+
+
+def test_a_tuple_of_classes_is_expected_as_either(capsys):
+    with expect_error((RuntimeError, ValueError)) as caught:
+        raise ValueError("bad value")
+    assert caught.expected == "RuntimeError or ValueError"
+    assert capsys.readouterr().out == "ValueError (as expected): bad value\n"
+    with pytest.raises(AssertionError) as failed:
+        with expect_error((RuntimeError, ValueError)):
+            pass
+    assert str(failed.value) == (
+        "expected RuntimeError or ValueError, but the block ran without an error"
+    )
+
+
+@pytest.mark.parametrize("bad", [[RuntimeError], (RuntimeError, "ValueError")])
+def test_only_a_class_or_a_tuple_of_classes_is_accepted(bad):
+    with pytest.raises(TypeError) as err:
+        with expect_error(bad):
+            pass
+    assert str(err.value) == (
+        "expect_error() takes an exception or warning class, e.g. expect_error(RuntimeError); "
+        f"got {bad!r}"
+    )
+
+
+def test_clean_message_keeps_exactly_eight_lines_whole():
+    eight = "\n".join(str(i) for i in range(8))
+    assert clean_message(eight) == eight
+    nine = "\n".join(str(i) for i in range(9))
+    assert clean_message(nine) == "\n".join(str(i) for i in range(8)) + "\n... (1 more lines)"
+
+
+def test_feedback_text_a_learner_reads():
+    assert repr(feedback([])) == "✅ Correct."
+    assert repr(feedback([], success="Well done: the cut works.")) == "✅ Well done: the cut works."
+    assert repr(feedback(["a is None", "b is 2"])) == "❌ Not yet:\n  - a is None\n  - b is 2"
+
+
+def test_feedback_html_escapes_the_messages():
+    assert feedback([], success="x < y")._repr_html_() == (
+        '<div style="color: #1a7f37">✅ x &lt; y</div>'
+    )
+    assert feedback(["a < b", "c"])._repr_html_() == (
+        '<div style="color: #cf222e">❌ Not yet:<ul><li>a &lt; b</li><li>c</li></ul></div>'
+    )

@@ -202,3 +202,16 @@ def test_widget_ids_are_stable_so_reruns_diff_cleanly(nb):
     _, notebook = nb
     state = notebook.metadata.get("widgets", {}).get(course.WIDGET_STATE, {}).get("state", {})
     assert list(state) == [f"{n + 1:032x}" for n in range(len(state))]
+
+
+def test_long_torch_warnings_are_shown_in_full_once_in_the_course():
+    from helpers.checks import SHOWN_IN_FULL
+
+    for first_sentence, home in SHOWN_IN_FULL.items():
+        full = {}
+        for path in NOTEBOOKS:
+            outputs = json.dumps([c.get("outputs", []) for c in nbformat.read(path, 4).cells])
+            # the brief form ends after the first sentence; the full one goes on
+            full[path.stem] = len(re.findall(re.escape(first_sentence) + r" [A-Z]", outputs))
+        shown = {name: n for name, n in full.items() if n}
+        assert shown == {home: 1}, f"{first_sentence!r} in full: {shown}; expected once, in {home}"
