@@ -73,3 +73,120 @@ def test_widget_ids_are_renumbered_in_order_of_use():
         nb.cells[0].outputs[0].data[course.WIDGET_STATE.replace("state", "view")]["model_id"]
         == first
     )
+
+
+def _exercise_notebook():
+    from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+    return new_notebook(
+        cells=[
+            new_markdown_cell("# T\n\n## 1. A lesson\n\n**1.** not a quiz question here"),
+            new_code_cell("lesson = 1"),
+            new_markdown_cell("## Check yourself\n\nPredict first.\n\n**1.** Is it None?"),
+            new_code_cell("answer_1 = None"),
+            new_markdown_cell("**2.** And this?\n\n<details><summary>Answer</summary>no</details>"),
+            new_code_cell("answer_2 = 2"),
+            new_markdown_cell("**More questions.** Click your prediction."),
+            new_code_cell("quiz('leaf')"),
+            new_markdown_cell("## Exercises\n\n### Exercise 1"),
+            new_code_cell("attempt = 1"),
+            new_markdown_cell("**Solution** (one of many):"),
+            new_code_cell("# NBVAL_IGNORE_OUTPUT\n# why\nsolution = 1"),
+        ]
+    )
+
+
+def test_answers_and_solutions_are_found_by_the_cell_before_them():
+    assert course.hidden_cells(_exercise_notebook()) == {3: "answer", 5: "answer", 11: "solution"}
+
+
+def test_sync_folds_answers_and_solutions_for_jupyterlab_colab_and_myst(tmp_path):
+    import nbformat
+
+    path = tmp_path / "01_x.ipynb"
+    nbformat.write(_exercise_notebook(), path)
+    changes = [c for c in course.sync_notebook(path) if "should open" in c]
+    assert changes == [
+        "01_x.ipynb: cell 4 should open collapsed (it holds the answer)",
+        "01_x.ipynb: cell 6 should open collapsed (it holds the answer)",
+        "01_x.ipynb: cell 12 should open collapsed (it holds the solution)",
+    ]
+    cells = nbformat.read(path, as_version=4).cells
+    for index, kind in ((3, "answer"), (5, "answer"), (11, "solution")):
+        cell = cells[index]
+        assert cell.metadata.jupyter == {"source_hidden": True, "outputs_hidden": True}
+        assert cell.metadata.cellView == "form" and cell.metadata.tags == [course.HIDE_TAG]
+        title = f"# @title {course.HIDDEN_TITLES[kind]}\n"
+        assert cell.source.startswith(title) and cell.source.count("@title") == 1
+    assert cells[11].source.endswith("# NBVAL_IGNORE_OUTPUT\n# why\nsolution = 1")
+    for index in (1, 7, 9):  # a lesson, a quiz call, an attempt: open as they are
+        assert cells[index].metadata == {} and "@title" not in cells[index].source
+    assert not [c for c in course.sync_notebook(path) if "should open" in c]  # nothing left
+
+
+def test_a_cell_that_stops_being_an_answer_opens_again(tmp_path):
+    import nbformat
+
+    path = tmp_path / "01_x.ipynb"
+    nbformat.write(_exercise_notebook(), path)
+    course.sync_notebook(path)
+    nb = nbformat.read(path, as_version=4)
+    nb.cells[2].source = "## Check yourself\n\nPredict first."  # question 1 removed
+    nbformat.write(nb, path)
+    changes = [c for c in course.sync_notebook(path) if "should open" in c]
+    assert changes == ["01_x.ipynb: cell 4 should open expanded"]
+    cell = nbformat.read(path, as_version=4).cells[3]
+    assert cell.source == "answer_1 = None" and cell.metadata == {}
+
+
+def test_the_time_estimate_counts_prose_code_cells_and_quiz_questions(tmp_path):
+    import nbformat
+    from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+    from helpers.quiz import questions
+
+    def minutes(cells):
+        path = tmp_path / "01_x.ipynb"
+        nbformat.write(new_notebook(cells=cells), path)
+        return course.minutes_to_work_through(path)
+
+    prose = new_markdown_cell("word " * (course.WORDS_PER_MINUTE * 20))  # 20 minutes of reading
+    setup = new_code_cell("# not the lesson\n", metadata={"tags": [course.SETUP_TAG]})
+    assert minutes([prose, setup]) == 20
+    cells = [new_code_cell("x = 1") for _ in range(20)]  # 15 minutes
+    assert minutes([prose, *cells]) == 35
+    quiz_call = new_code_cell('quiz("leaf", "detach", title="Both", start=3)')
+    asked = len(questions("leaf", "detach")) * course.MINUTES_PER_QUIZ_QUESTION
+    expected = 20 + 21 * course.MINUTES_PER_CODE_CELL + asked
+    assert minutes([prose, *cells, quiz_call]) == 5 * round(expected / 5)
+    assert minutes([new_markdown_cell("# Tiny")]) == 5  # never "0 min"
+
+
+def test_the_table_of_contents_gives_each_notebook_and_the_course_a_time():
+    toc = course.toc_markdown()
+    for path in course.notebook_paths():
+        line = next(x for x in toc.splitlines() if f"`{path.name}`" in x)
+        assert line.endswith(f"· about {course.minutes_to_work_through(path)} min"), line
+    assert "In all about " in toc
+
+
+def test_start_here_states_the_rates_the_estimate_uses():
+    import nbformat
+
+    nb = nbformat.read(course.NOTEBOOKS / "00_start_here.ipynb", as_version=4)
+    prose = " ".join(c.source for c in nb.cells if c.cell_type == "markdown").replace("\n", " ")
+    assert f"prose at {course.WORDS_PER_MINUTE} words a minute" in prose
+    assert course.MINUTES_PER_QUIZ_QUESTION == 0.5 and "half a minute per quiz question" in prose
+
+
+def test_course_notebooks_take_an_optional_letter_and_keep_course_order(tmp_path):
+    names = ["07_z.ipynb", "06b_deeper.ipynb", "00_start.ipynb", "06_core.ipynb", "10_last.ipynb"]
+    for name in [*names, "6_short.ipynb", "06bb_two_letters.ipynb", "notes.ipynb", "06_x.txt"]:
+        (tmp_path / name).write_text("{}")
+    found = [p.name for p in course.course_notebooks(tmp_path)]
+    assert found == ["00_start.ipynb", "06_core.ipynb", "06b_deeper.ipynb", "07_z.ipynb",
+                     "10_last.ipynb"]  # fmt: skip
+    names = [p.name for p in course.notebook_paths()]
+    assert names.index("06b_split_learning_deeper.ipynb") == names.index(
+        "06_split_backward_three_models.ipynb"
+    ) + 1

@@ -4,7 +4,8 @@ For every notebook: no error or stderr output, every widget view rendered (not "
 widget..." nor an error), every picture loaded and visible, and a screenshot in
 .artifacts/screenshots/. The explorers respond: the backward stepper's slider changes its picture,
 the graph explorer's toggle changes the graph, the optimizer lab's dropdown changes the heatmaps,
-and a quiz answer reveals its explanation. 10_check_yourself carries one of each.
+and a quiz answer reveals its explanation. Answers and solutions open collapsed (their code and
+output behind a placeholder) and a click opens them.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ PlaywrightError, PlaywrightTimeout = sync_api.Error, sync_api.TimeoutError
 RUN_TIMEOUT_MS = 180_000
 WIDGET_TIMEOUT_MS = 30_000
 MAX_SCREENSHOT_HEIGHT = 30_000
+#: Notebooks that draw nothing, with the reason (every other notebook must show a picture).
+WITHOUT_PICTURES = {"10_check_yourself.ipynb": "a final quiz: questions, answers and tables"}
 ALL_WIDGET_KINDS = {"stepper", "explorer", "optimizer lab", "quiz"}
 
 # JavaScript run in the page: the open notebook panel, found by its path.
@@ -112,6 +115,45 @@ PICTURES = """() => {
     const hidden = imgs.filter(i => i.getBoundingClientRect().width < 10).length;
     return {count: imgs.length, broken, hidden};
 }"""
+
+
+# Answer and solution cells (metadata jupyter.source_hidden) as the notebook opened them.
+FOLDED = f"""(path) => {{
+    const panel = ({PANEL})(path);
+    const folded = [];
+    panel.content.widgets.forEach((cell, i) => {{
+        const meta = cell.model.getMetadata('jupyter') || {{}};
+        if (!meta.source_hidden) return;
+        cell.node.setAttribute('data-folded-cell', String(i));
+        const placeholder = cell.node.querySelector('.jp-InputPlaceholder');
+        const area = cell.node.querySelector('.jp-InputArea');
+        folded.push({{index: i, inputHidden: cell.inputHidden, outputHidden: cell.outputHidden,
+                      placeholder: !!placeholder && placeholder.getBoundingClientRect().height > 0,
+                      codeShown: !!area && area.offsetParent !== null}});
+    }});
+    return folded;
+}}"""
+
+SHOW_ALL = f"""async (path) => {{
+    const app = window.jupyterapp;
+    app.shell.activateById(({PANEL})(path).id);
+    await app.commands.execute('notebook:show-all-cell-code');
+    await app.commands.execute('notebook:show-all-cell-outputs');
+}}"""
+
+
+def check_folded(page, name: str) -> list[dict]:
+    """Every answer and solution cell opened with its code and output collapsed."""
+    folded = page.evaluate(FOLDED, name)
+    wrong = [
+        cell
+        for cell in folded
+        if not (cell["inputHidden"] and cell["outputHidden"])
+        or not cell["placeholder"]
+        or cell["codeShown"]
+    ]
+    assert not wrong, f"{name}: answer or solution cells not collapsed on opening: {wrong}"
+    return folded
 
 
 def picture_src(page, selector: str) -> str:
@@ -250,6 +292,8 @@ def run_notebook_in_lab(lab_page, screenshots: Path, name: str) -> dict:
         page.evaluate(OPEN, name)
         page.wait_for_function(KERNEL_READY, arg=name, timeout=90_000, polling=250)
         phase("open + kernel")
+        check_folded(page, name)
+        page.evaluate(SHOW_ALL, name)  # the checks below look at every output
         page.evaluate(RUN_ALL, name)
         page.wait_for_function(RUN_FINISHED, arg=name, timeout=RUN_TIMEOUT_MS, polling=250)
         phase("run all")
@@ -263,6 +307,8 @@ def run_notebook_in_lab(lab_page, screenshots: Path, name: str) -> dict:
         assert widgets["shown"] == widgets["views"], (name, widgets)
 
         try:  # pictures decode and get laid out asynchronously
+            if name in WITHOUT_PICTURES:
+                raise PlaywrightTimeout("nothing to wait for")
             page.wait_for_function(
                 f"() => {{ const p = ({PICTURES})(); "
                 "return p.count > 0 && !p.broken.length && !p.hidden; }",
@@ -272,7 +318,7 @@ def run_notebook_in_lab(lab_page, screenshots: Path, name: str) -> dict:
         except PlaywrightTimeout:
             pass  # the assertions below say what is wrong
         pictures = page.evaluate(PICTURES)
-        assert pictures["count"] > 0, f"{name} shows no picture"
+        assert (pictures["count"] > 0) != (name in WITHOUT_PICTURES), (name, pictures["count"])
         assert not pictures["broken"], f"{name}: pictures that did not load: {pictures['broken']}"
         assert not pictures["hidden"], f"{name}: {pictures['hidden']} pictures have no size"
         phase("checks")
@@ -314,10 +360,46 @@ def test_notebook_runs_in_jupyterlab(lab_page, screenshots, name):
     run_notebook_in_lab(lab_page, screenshots, name)
 
 
-def test_check_yourself_exercises_every_kind_of_widget(lab_page, screenshots):
-    name = "10_check_yourself.ipynb"
-    if name not in IDS:
-        pytest.fail(f"{name} is missing")
-    if name not in _exercised:  # run alone (e.g. with -k): run the notebook here
-        run_notebook_in_lab(lab_page, screenshots, name)
-    assert _exercised[name] >= ALL_WIDGET_KINDS, _exercised[name]
+def test_the_course_exercises_every_kind_of_widget(lab_page, screenshots):
+    for name in IDS:
+        if name not in _exercised:  # run alone (e.g. with -k): run the notebooks here
+            run_notebook_in_lab(lab_page, screenshots, name)
+    seen = set().union(*_exercised.values())
+    assert seen >= ALL_WIDGET_KINDS, seen
+
+
+def test_an_answer_opens_collapsed_and_a_click_shows_it(lab_page, screenshots):
+    page, name = lab_page.page, "03_detach_and_clone.ipynb"
+    page.evaluate(OPEN, name)
+    try:
+        page.wait_for_function(KERNEL_READY, arg=name, timeout=90_000, polling=250)
+        folded = check_folded(page, name)
+        kinds = {
+            page.evaluate(
+                f"(i) => ({PANEL})('{name}').content.widgets[i].model"
+                ".sharedModel.getSource().split('\\n')[0]",
+                c["index"],
+            )
+            for c in folded
+        }
+        assert any("Answer" in k for k in kinds) and any("Solution" in k for k in kinds), kinds
+        cell = page.locator(f'[data-folded-cell="{folded[0]["index"]}"]')
+        cell.scroll_into_view_if_needed()
+        page.screenshot(path=str(screenshots / "folded-answer.png"))
+        assert not cell.locator(".jp-OutputArea-output").first.is_visible()
+        cell.locator(".jp-InputPlaceholder").click()
+        cell.locator(".jp-OutputPlaceholder").click()
+        page.wait_for_function(
+            """(i) => {
+                const node = document.querySelector(`[data-folded-cell="${i}"]`);
+                const code = node.querySelector('.jp-InputArea');
+                const out = node.querySelector('.jp-OutputArea-output');
+                return !!code && code.offsetParent !== null && !!out && out.offsetParent !== null;
+            }""",
+            arg=folded[0]["index"],
+            timeout=WIDGET_TIMEOUT_MS,
+        )
+        assert "@title Answer" in cell.locator(".jp-InputArea").inner_text()
+        page.screenshot(path=str(screenshots / "opened-answer.png"))
+    finally:
+        page.evaluate(CLOSE, name)
