@@ -20,7 +20,8 @@ from typing import Any
 
 import torch
 
-from helpers.checks import clean_message
+from helpers import quiz_final
+from helpers.checks import brief_message, clean_message
 from helpers.display import Table
 from helpers.widgets import LiveWidget, WidgetFactory
 
@@ -48,6 +49,7 @@ TOPICS = {
     "processes": "07_split_across_processes.ipynb",
     "grad_modes": "08_grad_modes_and_why_nothing_learns.ipynb",
     "higher_order": "09_past_first_order.ipynb",
+    **dict.fromkeys(quiz_final.TOPICS, quiz_final.NOTEBOOK),  # the final check, in sections
 }
 CHOICES = ("yes", "no")
 
@@ -69,6 +71,9 @@ class Question:
     probe the question is "does the program raise?", and one whose answer is "yes" names what it
     expects in `raises`: the exception class and a fragment of its message. Any other exception
     (a typo's NameError, say) is a bug in the question, not an answer.
+
+    `draws_on` names the topics a mixed question combines, and `transfer` marks a program unlike
+    any the course showed (other operations and modules, the same rules): notebook 10's kinds.
     """
 
     topic: str
@@ -79,8 +84,13 @@ class Question:
     fact: str
     probe: str | None = None
     raises: tuple[type[Exception], str] | None = None
+    draws_on: tuple[str, ...] = ()
+    transfer: bool = False
 
     def __post_init__(self) -> None:
+        unknown = [t for t in self.draws_on if t not in TOPICS]
+        if unknown:
+            raise ValueError(f"{self.prompt!r} draws on unknown topic(s) {unknown}")
         if self.probe is None and self.answer == "yes" and self.raises is None:
             raise ValueError(
                 f"{self.prompt!r} asks whether the program raises and says yes: name the "
@@ -120,7 +130,7 @@ class Question:
                         "yes" if value else "no", f"`{self.probe}` is {bool(value)}."
                     )
         seen = tuple(
-            f"{w.category.__name__}: {clean_message(str(w.message)).splitlines()[0]}"
+            f"{w.category.__name__}: {brief_message(str(w.message)).splitlines()[0]}"
             for w in caught
         )
         return Observation(observed.answer, observed.detail, seen)
@@ -135,8 +145,12 @@ def _q(
     fact: str,
     probe: str | None = None,
     raises: tuple[type[Exception], str] | None = None,
+    draws_on: tuple[str, ...] = (),
+    transfer: bool = False,
 ) -> Question:
-    return Question(topic, prompt, code.strip("\n"), answer, myth, fact, probe, raises)
+    return Question(
+        topic, prompt, code.strip("\n"), answer, myth, fact, probe, raises, draws_on, transfer
+    )
 
 
 QUESTIONS: list[Question] = [
@@ -702,6 +716,7 @@ checkpoint(block, x, use_reentrant=False).sum().backward()
         probe="len(calls) == 2",
     ),
 ]
+QUESTIONS += [_q(**spec) for spec in quiz_final.SPECS]  # notebook 10: new programs, mixed topics
 
 
 def questions(*topics: str) -> list[Question]:
@@ -745,20 +760,23 @@ def _question_html(number: int, question: Question) -> str:
 
 
 def answer_table(items: list[Question]) -> Table:
-    """Each question's stated answer beside what running it gives (they must agree)."""
+    """Each question's stated answer beside what running it gives (they must agree), with the
+    notebooks behind it (those it draws on, else its topic's) and whether its code is new."""
     rows = []
     for i, q in enumerate(items, start=1):
         observed = q.run()
         rows.append(
             {
                 "question": f"{i}. {q.prompt}",
-                "topic": q.topic,
+                "notebooks": ", ".join(sorted(TOPICS[t][:2] for t in q.draws_on or (q.topic,))),
+                "new code": q.transfer,
                 "stated": q.answer,
                 "observed": observed.answer,
                 "agree": q.answer == observed.answer,
             }
         )
-    return Table(["question", "topic", "stated", "observed", "agree"], rows)
+    columns = ["question", "notebooks", "new code", "stated", "observed", "agree"]
+    return Table(columns, rows)
 
 
 class Quiz(LiveWidget):
