@@ -1,15 +1,18 @@
-"""Split learning across processes: the post's three models as three ranks of `torch.distributed`.
+"""The launcher: start the three ranks of a split run as processes, collect what they end with.
 
-Rank 0 (the client) holds model 1 and the input, rank 1 holds model 2, rank 2 holds model 3 and
-the labels. Forward sends activations to the next rank, backward sends gradients to the previous
-one (point-to-point `dist.send`/`dist.recv`, gloo backend), and each rank steps its own optimizer.
+What each rank runs (the wire, its part of a step) is `helpers.split_ranks`; naming the rank at
+fault when a run fails or hangs is `helpers.rank_failures`; figures and tables of a run are
+`helpers.split_display`. This module starts the processes (forkserver or spawn, a free port on
+127.0.0.1), waits for them within a deadline, stops and reaps them all in every case, and reads
+back each rank's results, or its error.
 
     run = run_distributed(steps=5)   # Python or a notebook: starts three processes, collects
     python -m helpers.distributed    # the same from a shell, checked against one process
     torchrun --standalone --nproc-per-node 3 -m helpers.distributed --steps 5  # one rank each
 
-Every rank builds all three models from the same seed and keeps only its own: that is how the
-weights agree with the single-process run without sending any weights over the wire.
+Demonstrating failures is the launcher's job too: `run_distributed(fail_rank=...)` hands the
+started rank a fault plan, and its wire triggers the fault when the step begins. The functions
+that are taught never see it.
 """
 
 from __future__ import annotations
@@ -23,310 +26,83 @@ import sys
 import tempfile
 import threading
 import time
-import traceback
-from collections.abc import Iterator
-from contextlib import contextmanager, suppress
-from dataclasses import dataclass, field
+from contextlib import suppress
+from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import torch
 import torch.distributed as dist
-from torch import nn
 
+from helpers.display import Table
+from helpers.rank_failures import DistributedRunError, error_report, failure_message
 from helpers.split import POST_INPUT, POST_LABEL, POST_SEED, SplitModels, build_models
 from helpers.split import make_optimizers as _make_optimizers
 from helpers.split import split_step as _split_step
+from helpers.split_display import wire_table
+from helpers.split_ranks import LR, ROLES, WORLD_SIZE, RankResult, Wire, WireRecord, run_rank
 
 __all__ = [
-    "ROLES",
-    "WORLD_SIZE",
+    "FAIL_MODES",
     "DistributedRun",
-    "DistributedRunError",
-    "PeerError",
-    "RankResult",
-    "Wire",
-    "WireRecord",
-    "client_step",
     "free_port",
-    "label_step",
-    "loss_figure",
     "main",
-    "message_shapes",
-    "middle_step",
     "reference_run",
     "run_distributed",
-    "run_rank",
-    "sequence_figure",
     "start_forkserver",
     "still_running",
     "stop_forkserver",
-    "wire_table",
 ]
 
-WORLD_SIZE = 3
-#: What each rank holds.
-ROLES = {
-    0: "client: model 1 and the input",
-    1: "middle: model 2",
-    2: "label holder: model 3 and the labels",
-}
-LR = 0.01
+#: How `run_distributed(fail_rank=...)` makes a rank fail: raise an error, hang, or exit at once.
 FAIL_MODES = ("raise", "hang", "exit")
 
 
-class DistributedRunError(RuntimeError):
-    """A multi-process run failed or hung; the message names the rank, step and cause."""
 
-    def __init__(
-        self,
-        message: str,
-        reports: dict[int, dict[str, Any]],
-        pids: list[int],
-        rank: int | None = None,
-    ):
-        super().__init__(message)
-        #: The rank at fault, as far as the reports tell (None if unclear).
-        self.rank = rank
-        #: What each rank reported (or how it ended), by rank.
-        self.reports = reports
-        #: The process ids of the ranks; none of them is running any more.
-        self.pids = pids
-
-
-class PeerError(RuntimeError):
-    """A send or receive failed because another rank failed, exited or went silent."""
-
-    def __init__(self, message: str, peer: int, timed_out: bool = False):
-        super().__init__(message)
-        #: The rank this one was sending to or waiting for.
-        self.peer = peer
-        #: True if the peer did not answer in time (rather than closing the connection).
-        self.timed_out = timed_out
+# ---------------------------------------------------------------------------------------------
+# Failures on purpose: a fault plan the launcher hands to one started rank.
 
 
 @dataclass(frozen=True)
-class WireRecord:
-    """One message between two ranks: when, which way, what, and its payload size."""
-
-    step: int
-    phase: str
-    src: int
-    dst: int
-    what: str
-    shape: tuple[int, ...]
-    dtype: str
-    nbytes: int
-
-    @property
-    def direction(self) -> str:
-        """'rank 0 → rank 1'."""
-        return f"rank {self.src} → rank {self.dst}"
-
-    def as_dict(self) -> dict[str, Any]:
-        """Plain values only (what goes into the result files)."""
-        return {
-            "step": self.step,
-            "phase": self.phase,
-            "src": self.src,
-            "dst": self.dst,
-            "what": self.what,
-            "shape": list(self.shape),
-            "dtype": self.dtype,
-            "nbytes": self.nbytes,
-        }
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> WireRecord:
-        """The inverse of `as_dict`."""
-        return cls(**{**d, "shape": tuple(d["shape"])})
-
-
-@dataclass
-class RankResult:
-    """What one rank ends with: its model's final state, its losses (rank 2), its wire log."""
-
-    rank: int
-    state_dict: dict[str, torch.Tensor]
-    losses: list[float] = field(default_factory=list)
-    sent: list[WireRecord] = field(default_factory=list)
-    received: list[WireRecord] = field(default_factory=list)
-
-
-def message_shapes(
-    tokens_shape: tuple[int, ...] = (1, len(POST_INPUT[0])),
-    dims: tuple[int, int, int, int] = (10, 6, 6, 3),
-) -> dict[str, tuple[int, ...]]:
-    """The shapes every rank agrees on in advance: `dist.recv` fills a buffer of a known shape."""
-    _, width, width2, _ = dims
-    return {"f1": (*tokens_shape, width), "f2": (*tokens_shape, width2)}
-
-
-class Wire:
-    """Point-to-point messages of one rank: logged, and with clear errors when a peer is gone.
-
-    It also keeps `status` (step, phase, what the rank is doing) and, given a `progress` file,
-    writes it there at every change, so a launcher can tell a waiting rank from a stuck one.
-    """
-
-    def __init__(self, rank: int, timeout: float, progress: Path | None = None) -> None:
-        self.rank = rank
-        self.timeout = timeout
-        self.progress = progress
-        self.status: dict[str, Any] = {
-            "step": 0,
-            "phase": "setup",
-            "doing": "starting",
-            "peer": None,  # the rank this one is sending to or waiting for
-        }
-        self.sent: list[WireRecord] = []
-        self.received: list[WireRecord] = []
-
-    @property
-    def phase(self) -> str:
-        """The label of the next messages: forward or backward."""
-        return self.status["phase"]
-
-    @phase.setter
-    def phase(self, value: str) -> None:
-        self.update(phase=value)
-
-    def update(self, **status: Any) -> None:
-        """Record what this rank is doing now (and write it to the progress file, if any)."""
-        self.status.update(status)
-        if self.progress is not None:
-            _write_json(self.progress, self.status)
-
-    def _record(self, tensor: torch.Tensor, src: int, dst: int, what: str) -> WireRecord:
-        return WireRecord(
-            self.status["step"],
-            self.status["phase"],
-            src,
-            dst,
-            what,
-            tuple(tensor.shape),
-            str(tensor.dtype).removeprefix("torch."),
-            tensor.numel() * tensor.element_size(),
-        )
-
-    @contextmanager
-    def _talking(self, doing: str, peer: int) -> Iterator[None]:
-        """Mark this rank as talking to `peer`; turn gloo's errors into a clear PeerError."""
-        self.update(doing=doing, peer=peer)
-        try:
-            yield
-        except RuntimeError as err:
-            text = str(err)
-            timed_out = "imed out" in text
-            if timed_out:
-                cause = f"no answer from rank {peer} within {self.timeout:g} s (timed out)"
-            elif any(s in text for s in ("closed", "closure", "reset", "Broken pipe", "refused")):
-                cause = f"rank {peer} closed the connection (it failed or exited)"
-            else:
-                cause = text.strip().splitlines()[0] if text.strip() else type(err).__name__
-            raise PeerError(f"while {doing}: {cause}", peer, timed_out) from err
-        self.update(doing="computing", peer=None)
-
-    def send(self, tensor: torch.Tensor, dst: int, what: str) -> None:
-        """Send `tensor` to rank `dst`, waiting at most `timeout` s for `dst` to take it."""
-        tensor = tensor.detach().contiguous()  # values only: no graph crosses the wire
-        with self._talking(f"sending {what} to rank {dst}", dst):
-            dist.isend(tensor, dst).wait(timedelta(seconds=self.timeout))
-        self.sent.append(self._record(tensor, self.rank, dst, what))
-
-    def recv(self, shape: tuple[int, ...], src: int, what: str) -> torch.Tensor:
-        """Receive a float32 tensor of known `shape` from rank `src`; wait at most `timeout` s."""
-        buffer = torch.empty(shape)  # recv fills a buffer: the shape must be known beforehand
-        with self._talking(f"waiting for {what} from rank {src}", src):
-            dist.irecv(buffer, src).wait(timedelta(seconds=self.timeout))
-        self.received.append(self._record(buffer, src, self.rank, what))
-        return buffer
-
-
-@dataclass
-class _Failure:
-    """A failure to inject on purpose: which rank, at which step, and how."""
+class _FaultPlan:
+    """A failure to cause on purpose: which rank, at the start of which step, and how."""
 
     rank: int
     step: int
     mode: str = "raise"
 
-    def maybe_trigger(self, rank: int, step: int) -> None:
-        if rank != self.rank or step != self.step:
-            return
+    def trigger(self) -> None:
+        """Fail now, as planned."""
         if self.mode == "raise":
-            raise RuntimeError(f"injected failure on rank {rank} at step {step}")
+            raise RuntimeError(f"injected failure on rank {self.rank} at step {self.step}")
         if self.mode == "hang":
             while True:  # a rank that stops answering; only a timeout or a kill ends it
                 time.sleep(3600)
         os._exit(3)  # "exit": die at once, reporting nothing
 
 
-def client_step(model: nn.Module, tokens: torch.Tensor, wire: Wire, shapes: dict) -> None:
-    """Rank 0's part of one step: model 1 forward, send f1; receive ff1.grad, backward."""
-    f1 = model(tokens)
-    wire.send(f1, 1, "activation f1")
-    wire.phase = "backward"
-    f1.backward(wire.recv(shapes["f1"], 1, "gradient ff1.grad"))
+class _LaunchedWire(Wire):
+    """The wire of a started rank: it also writes its status to a file at every change (so the
+    launcher can tell a waiting rank from a stuck one) and carries out the fault plan, if any."""
 
+    def __init__(
+        self, rank: int, timeout: float, progress: Path, fault: _FaultPlan | None = None
+    ) -> None:
+        super().__init__(rank, timeout)
+        self.progress = progress
+        self.fault = fault if fault is not None and fault.rank == rank else None
 
-def middle_step(model: nn.Module, wire: Wire, shapes: dict) -> None:
-    """Rank 1's part: receive f1 as the leaf ff1, forward, send f2; backward, send ff1.grad."""
-    ff1 = wire.recv(shapes["f1"], 0, "activation f1").requires_grad_(True)  # the cut
-    f2 = model(ff1)
-    wire.send(f2, 2, "activation f2")
-    wire.phase = "backward"
-    f2.backward(wire.recv(shapes["f2"], 2, "gradient ff2.grad"))
-    wire.send(ff1.grad, 0, "gradient ff1.grad")
+    def update(self, **status: Any) -> None:
+        """Record what this rank is doing now, and write it where the launcher reads it."""
+        super().update(**status)
+        _write_json(self.progress, self.status)
 
-
-def label_step(model: nn.Module, label: torch.Tensor, wire: Wire, shapes: dict) -> float:
-    """Rank 2's part: receive f2 as the leaf ff2, loss, backward, send ff2.grad; the loss."""
-    ff2 = wire.recv(shapes["f2"], 1, "activation f2").requires_grad_(True)  # the cut
-    _, loss = model(ff2, label)
-    wire.phase = "backward"
-    loss.backward()
-    wire.send(ff2.grad, 1, "gradient ff2.grad")
-    return loss.item()
-
-
-def run_rank(
-    rank: int,
-    steps: int,
-    *,
-    seed: int = POST_SEED,
-    lr: float = LR,
-    timeout: float = 30.0,
-    failure: _Failure | None = None,
-    wire: Wire | None = None,
-) -> RankResult:
-    """This rank's part of `steps` training steps; needs an initialised 3-rank process group."""
-    if dist.get_world_size() != WORLD_SIZE:
-        raise RuntimeError(f"the split run needs {WORLD_SIZE} ranks, not {dist.get_world_size()}")
-    models = build_models(seed)  # all three from the seed: the weights agree everywhere
-    model = models.as_list()[rank]  # ... and this rank keeps only its own
-    optimizer = _make_optimizers(models, lr)[rank]
-    shapes = message_shapes()
-    wire = wire if wire is not None else Wire(rank, timeout)
-    tokens = torch.tensor(POST_INPUT)  # only rank 0 uses the input
-    label = torch.tensor(POST_LABEL)  # only rank 2 uses the labels
-    losses: list[float] = []
-    for step in range(1, steps + 1):
-        wire.update(step=step, phase="forward", doing="computing", peer=None)
-        if failure is not None:
-            failure.maybe_trigger(rank, step)
-        optimizer.zero_grad()
-        if rank == 0:
-            client_step(model, tokens, wire, shapes)
-        elif rank == 1:
-            middle_step(model, wire, shapes)
-        else:
-            losses.append(label_step(model, label, wire, shapes))
-        optimizer.step()  # each rank updates its own model only
-    wire.update(phase="done", doing="finished", peer=None)
-    state_dict = {k: v.detach().clone() for k, v in model.state_dict().items()}
-    return RankResult(rank, state_dict, losses, wire.sent, wire.received)
+    def start_step(self, step: int) -> None:
+        """Step `step` begins; the planned fault, if it is this step's."""
+        super().start_step(step)
+        if self.fault is not None and self.fault.step == step:
+            self.fault.trigger()
 
 
 def reference_run(
@@ -368,20 +144,6 @@ def _load_result(path: Path) -> RankResult:
     )
 
 
-def _error_report(rank: int, err: BaseException, status: dict[str, Any]) -> dict[str, Any]:
-    text = str(err).strip()
-    return {
-        "rank": rank,
-        **status,
-        "type": type(err).__name__,
-        "message": text.splitlines()[0] if text else "",
-        "peer": err.peer if isinstance(err, PeerError) else None,  # the error's cause
-        "timed_out": isinstance(err, PeerError) and err.timed_out,
-        "time": time.monotonic(),  # system-wide on Linux: comparable between the ranks
-        "traceback": traceback.format_exc(),
-    }
-
-
 def _write_json(path: Path, data: dict[str, Any]) -> None:
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(data))
@@ -412,7 +174,7 @@ def _spawned_rank(
     seed: int,
     lr: float,
     timeout: float,
-    failure: _Failure | None,
+    fault: _FaultPlan | None,
     deadline: float,
 ) -> None:
     """Entry point of one started process: run the rank, write its result or its error."""
@@ -422,7 +184,7 @@ def _spawned_rank(
     os.dup2(log, 2)
     _exit_with_parent(deadline + 10)  # a backstop only: the launcher stops ranks first
     torch.set_num_threads(1)  # three processes on a few cores: no oversubscription
-    wire = Wire(rank, timeout, progress=out / f"rank{rank}.progress")
+    wire = _LaunchedWire(rank, timeout, out / f"rank{rank}.progress", fault)
     try:
         wire.update(doing="joining the process group")
         dist.init_process_group(
@@ -432,13 +194,13 @@ def _spawned_rank(
             world_size=WORLD_SIZE,
             timeout=timedelta(seconds=max(timeout, deadline)),  # start-up: the deadline bounds it
         )
-        result = run_rank(rank, steps, seed=seed, lr=lr, failure=failure, wire=wire)
+        result = run_rank(rank, steps, wire, seed=seed, lr=lr)
         _save_result(result, out / f"rank{rank}.pt")
-        wire.update(doing="waiting for the others to finish")
+        wire.update(phase="done", doing="waiting for the others to finish", peer=None)
         dist.barrier()  # nobody leaves while a message to it may still be in flight
         dist.destroy_process_group()
     except BaseException as err:  # report everything, then leave at once
-        _write_json(out / f"rank{rank}.error", _error_report(rank, err, wire.status))
+        _write_json(out / f"rank{rank}.error", error_report(rank, err, wire.status))
         sys.stdout.flush()
         os._exit(1)
 
@@ -492,7 +254,7 @@ class DistributedRun:
             model.load_state_dict(self.state_dicts[rank])
         return models
 
-    def wire_table(self, steps: list[int] | None = None) -> Any:
+    def wire_table(self, steps: list[int] | None = None) -> Table:
         """The wire log as a Table (only the given steps, if any)."""
         return wire_table(self.wire, steps)
 
@@ -513,76 +275,6 @@ def _stop(processes: list[Any], grace: float = 2.0) -> set[int]:
             p.kill()
             p.join()
     return stopped
-
-
-def _who(rank: int) -> str:
-    return f"rank {rank} ({ROLES[rank].split(':')[0]})"
-
-
-def _follow(reports: dict[int, dict[str, Any]], rank: int) -> int:
-    """Follow who waits for whom from `rank` to a rank that waits for nobody (or a cycle)."""
-    seen = [rank]
-    while (peer := reports[seen[-1]].get("peer")) is not None and peer not in seen:
-        seen.append(peer)
-    return seen[-1]
-
-
-def _state(report: dict[str, Any]) -> str:
-    if report["status"] == "error":
-        return f"failed with {report['type']}: {report['message']}"
-    if report["status"] == "crashed":
-        return f"exited with code {report['exitcode']}"
-    if report["doing"] == "computing":
-        return "was computing, not waiting for any rank: stuck or too slow"
-    return f"was {report['doing']}"
-
-
-def _failure_message(
-    reports: dict[int, dict[str, Any]], timeout: float, deadline: float
-) -> tuple[str, int | None]:
-    """The error message, and the rank most likely at fault (None if unclear)."""
-    errors = [r for r in reports.values() if r["status"] == "error"]
-    crashed = [r for r in reports.values() if r["status"] == "crashed"]
-    lines: list[str] = []
-    if crashed:  # a rank that died without a word is the root cause
-        first = min(crashed, key=lambda r: r["rank"])
-        culprit = first["rank"]
-        lines.append(
-            f"{_who(culprit)} exited with code {first['exitcode']} at step {first['step']} "
-            f"and reported no error"
-        )
-        if first.get("log"):
-            lines.append(f"Its last output: {first['log']}")
-    elif errors:  # an error of its own first, then a peer's silence, then a closed connection
-        first = min(errors, key=lambda r: (r["peer"] is not None, not r["timed_out"], r["time"]))
-        culprit = _follow(reports, first["rank"])
-        end = reports[culprit]
-        if first["peer"] is not None and end["status"] == "stopped" and end["doing"] == "computing":
-            lines.append(  # a hang: name the silent rank, not whichever neighbour timed out first
-                f"{_who(culprit)} stopped answering at step {end['step']} ({end['phase']}): "
-                f"it was computing, not waiting for any rank (stuck, or slower than the "
-                f"{timeout:g} s timeout)"
-            )
-            lines.append("A rank waiting for it timed out; .reports has every rank's last state.")
-        else:
-            lines.append(
-                f"{_who(first['rank'])} failed at step {first['step']} ({first['phase']}): "
-                f"{first['type']}: {first['message']}"
-            )
-            if culprit != first["rank"]:
-                lines.append(f"Who waits for whom leads to {_who(culprit)}: {_state(end)}.")
-    else:
-        lines.append(f"The run did not finish within {deadline:g} s. At the deadline:")
-        for r in reports.values():
-            lines.append(f"  {_who(r['rank'])}, step {r['step']}: {r['doing']}")
-        ends = {_follow(reports, r) for r in reports}
-        culprit = ends.pop() if len(ends) == 1 else None
-        if culprit is not None and reports[culprit]["doing"] == "computing":
-            lines.append(
-                f"Who waits for whom leads to {_who(culprit)}: {_state(reports[culprit])}."
-            )
-    lines.append(f"All {WORLD_SIZE} processes have ended; none is left running.")
-    return "\n".join(lines), culprit
 
 
 def _context(start_method: str | None) -> Any:
@@ -677,7 +369,7 @@ def run_distributed(
         raise ValueError(f"fail_rank must be one of {sorted(ROLES)} or None, not {fail_rank!r}")
     if fail_mode not in FAIL_MODES:
         raise ValueError(f"fail_mode must be one of {FAIL_MODES}, not {fail_mode!r}")
-    failure = _Failure(fail_rank, fail_at_step, fail_mode) if fail_rank is not None else None
+    fault = _FaultPlan(fail_rank, fail_at_step, fail_mode) if fail_rank is not None else None
     ctx = _context(start_method)
     with tempfile.TemporaryDirectory(prefix="split-run-") as tmp:
         folder = Path(tmp)
@@ -685,7 +377,7 @@ def run_distributed(
         processes = [
             ctx.Process(
                 target=_spawned_rank,
-                args=(rank, port, tmp, steps, seed, lr, timeout, failure, deadline),
+                args=(rank, port, tmp, steps, seed, lr, timeout, fault, deadline),
                 name=f"split-rank-{rank}",
                 daemon=True,
             )
@@ -716,7 +408,7 @@ def run_distributed(
             rank: _rank_report(folder, rank, code, rank in stopped)
             for rank, code in enumerate(exitcodes)
         }
-    message, culprit = _failure_message(reports, timeout, deadline)
+    message, culprit = failure_message(reports, timeout, deadline)
     raise DistributedRunError(message, reports, pids, culprit)
 
 
@@ -765,108 +457,6 @@ def _collect(results: list[RankResult], steps: int, seed: int, pids: list[int]) 
 
 
 # ---------------------------------------------------------------------------------------------
-# Showing a run.
-
-
-def wire_table(records: list[WireRecord], steps: list[int] | None = None) -> Any:
-    """What crossed between the ranks: step, phase, direction, what, shape, payload bytes."""
-    from helpers.display import Table
-
-    rows = [
-        {
-            "step": r.step,
-            "phase": r.phase,
-            "direction": r.direction,
-            "what": r.what,
-            "shape": str(list(r.shape)),
-            "bytes": r.nbytes,
-        }
-        for r in records
-        if steps is None or r.step in steps
-    ]
-    total = sum(r.nbytes for r in records)
-    shown = "" if steps is None else f"; shown: step {', '.join(map(str, steps))}"
-    note = f"{len(records)} messages, {total} payload bytes in all{shown}"
-    return Table(["step", "phase", "direction", "what", "shape", "bytes"], rows, note=note)
-
-
-def loss_figure(single: list[float], distributed: list[float]) -> Any:
-    """Both runs' loss curves in one plot (the distributed one dashed, on top)."""
-    from matplotlib.figure import Figure as MplFigure
-
-    from helpers.display import Figure
-
-    fig = MplFigure(figsize=(5.5, 3.2))
-    ax = fig.add_subplot()
-    steps = range(1, len(single) + 1)
-    ax.plot(steps, single, "o-", color="#1f77b4", lw=4, alpha=0.45, label="one process")
-    ax.plot(
-        range(1, len(distributed) + 1),
-        distributed,
-        "x--",
-        color="#d62728",
-        lw=1.5,
-        label="three processes",
-    )
-    ax.set_xlabel("training step")
-    ax.set_ylabel("loss")
-    ax.set_title("The same losses, in one process or three")
-    ax.grid(alpha=0.3)
-    ax.legend()
-    return Figure(
-        fig, description=f"loss curves, {len(single)} steps: one process vs three processes"
-    )
-
-
-def sequence_figure(records: list[WireRecord], step: int = 1) -> Any:
-    """One step's messages as a sequence diagram: a lane per rank, an arrow per message."""
-    from matplotlib.figure import Figure as MplFigure
-
-    from helpers.display import Figure
-
-    messages = [r for r in records if r.step == step]
-    fig = MplFigure(figsize=(8, 0.85 * len(messages) + 1.5))
-    ax = fig.add_subplot()
-    xs = {rank: 3.4 * rank for rank in ROLES}
-    bottom = -len(messages) - 0.4
-    for rank, x in xs.items():
-        ax.plot([x, x], [0.2, bottom], color="0.7", lw=1, ls="--", zorder=0)
-        ax.text(
-            x,
-            0.35,
-            f"rank {rank}\n{ROLES[rank].split(': ')[1]}",
-            ha="center",
-            va="bottom",
-            fontsize=10,
-            bbox={"boxstyle": "round", "fc": "#eef", "ec": "0.5"},
-        )
-    for i, r in enumerate(messages, start=1):
-        color = "#1f77b4" if r.phase == "forward" else "#d62728"
-        ax.annotate(
-            "",
-            xy=(xs[r.dst], -i),
-            xytext=(xs[r.src], -i),
-            arrowprops={"arrowstyle": "-|>", "color": color, "lw": 2, "mutation_scale": 16},
-        )
-        middle = (xs[r.src] + xs[r.dst]) / 2
-        ax.text(middle, -i + 0.07, r.what, ha="center", va="bottom", fontsize=10, color=color)
-        ax.text(
-            middle,
-            -i - 0.07,
-            f"{list(r.shape)}, {r.nbytes} B",
-            ha="center",
-            va="top",
-            fontsize=9,
-            color="0.35",
-        )
-    ax.set_xlim(-1.7, xs[2] + 1.7)
-    ax.set_ylim(bottom, 1.3)
-    ax.axis("off")
-    ax.set_title(f"Step {step}: forward (blue), then backward (red); time flows down", fontsize=11)
-    return Figure(fig, description=f"sequence diagram of step {step}: {len(messages)} messages")
-
-
-# ---------------------------------------------------------------------------------------------
 # Command line: one rank under torchrun, or the whole run spawned locally.
 
 
@@ -883,7 +473,7 @@ def _torchrun_rank(args: argparse.Namespace) -> int:
     torch.set_num_threads(1)
     dist.init_process_group("gloo", timeout=timedelta(seconds=args.timeout))  # env:// from torchrun
     rank = dist.get_rank()
-    result = run_rank(rank, args.steps, timeout=args.timeout)
+    result = run_rank(rank, args.steps, Wire(rank, args.timeout))
     if args.out:
         Path(args.out).mkdir(parents=True, exist_ok=True)
         _save_result(result, Path(args.out) / f"rank{rank}.pt")

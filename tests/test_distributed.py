@@ -1,10 +1,16 @@
-"""helpers.distributed: three ranks train exactly like one process; failures end cleanly.
+"""The split run in three processes: three ranks train exactly like one; failures end cleanly.
+
+helpers.split_ranks (what each rank runs), helpers.distributed (the launcher),
+helpers.rank_failures (naming the rank at fault) and helpers.split_display (figures, tables, code).
 
 The multi-process tests start real processes on 127.0.0.1. The first run also starts the
 forkserver (it imports torch once), so the module shares one successful run.
 """
 
+import inspect
+import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -15,6 +21,7 @@ import pytest
 import torch
 
 from helpers import distributed as d
+from helpers import rank_failures, split_display, split_ranks
 from helpers.split import POST_INPUT, build_models
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -74,22 +81,104 @@ def test_message_shapes_are_what_the_models_produce():
     models = build_models(42)
     tokens = torch.tensor(POST_INPUT)
     f1 = models.model1(tokens)
-    assert d.message_shapes() == {"f1": tuple(f1.shape), "f2": tuple(models.model2(f1).shape)}
-    assert d.message_shapes(tokens_shape=(32, 5))["f1"] == (32, 5, 6)
+    shapes = {"f1": tuple(f1.shape), "f2": tuple(models.model2(f1).shape)}
+    assert split_ranks.message_shapes() == shapes == split_ranks.SHAPES
+    assert split_ranks.message_shapes(tokens_shape=(32, 5))["f1"] == (32, 5, 6)
+
+
+def test_the_taught_functions_have_no_fault_injection():
+    """Failing on purpose is the launcher's business: what notebook 07 prints never sees it."""
+    taught = [
+        split_ranks.client_step,
+        split_ranks.middle_step,
+        split_ranks.label_step,
+        split_ranks.run_rank,
+        split_ranks.Wire.__init__,
+        split_ranks.Wire.start_step,
+        split_ranks.Wire.send,
+        split_ranks.Wire.recv,
+    ]
+    for fn in taught:
+        names = list(inspect.signature(fn).parameters)
+        assert not [n for n in names if re.search("fail|fault|inject|hang", n)], (fn, names)
+    parameters = {fn.__name__: list(inspect.signature(fn).parameters) for fn in taught[:3]}
+    assert parameters == {
+        "client_step": ["model", "tokens", "wire"],
+        "middle_step": ["model", "wire"],
+        "label_step": ["model", "label", "wire"],
+    }
+    source = inspect.getsource(split_ranks).lower()
+    assert not re.search(r"fail_|\bfault|inject", source)
+
+
+def test_a_fault_plan_hits_only_its_rank_at_its_step(tmp_path):
+    plan = d._FaultPlan(rank=1, step=2, mode="raise")
+    other = d._LaunchedWire(0, 1.0, tmp_path / "rank0.progress", plan)
+    other.start_step(2)  # rank 0 carries on
+    wire = d._LaunchedWire(1, 1.0, tmp_path / "rank1.progress", plan)
+    wire.start_step(1)
+    assert json.loads((tmp_path / "rank1.progress").read_text())["step"] == 1
+    with pytest.raises(RuntimeError, match="injected failure on rank 1 at step 2"):
+        wire.start_step(2)
+    assert json.loads((tmp_path / "rank1.progress").read_text())["step"] == 2  # written first
+
+
+def test_a_message_name_says_its_direction():
+    wire = split_ranks.Wire(0, timeout=1)
+    with pytest.raises(ValueError, match=r"starts with 'activation' .* or 'gradient'"):
+        wire.send(torch.ones(1), 1, "weights of model 1")
+    assert wire.sent == [] and wire.status["phase"] == "setup"
+
+
+def test_show_source_shows_the_real_functions_side_by_side():
+    steps = (split_ranks.client_step, split_ranks.middle_step, split_ranks.label_step)
+    view = split_display.show_source(*steps)
+    assert [title for title, _ in view.columns] == [
+        f"{fn.__name__} · helpers/split_ranks.py" for fn in steps
+    ]
+    for fn in steps:
+        assert inspect.getsource(fn).rstrip() in repr(view)
+    page = view._repr_html_()
+    assert page.count("<pre") == 3 and "flex-wrap: wrap" in page
+    # the lines that send or receive are tinted like the diagram's arrows: 3 forward, 3 backward
+    assert page.count(f"inset 3px 0 {split_display.FORWARD}") == 4
+    assert page.count(f"inset 3px 0 {split_display.BACKWARD}") == 4
+    methods = split_display.show_source(split_ranks.Wire.send, split_ranks.Wire.recv)
+    assert repr(methods).startswith("# Wire.send · helpers/split_ranks.py\ndef send(self")
+
+
+def test_source_is_coloured_token_by_token_and_line_by_line():
+    source = 'def f(x):\n    """Two\n    lines."""\n    return len(x) + 1  # one <more>\n'
+    lines = split_display._highlighted(source)
+    assert len(lines) == 4
+    assert lines[0].startswith('<span style="color: #008000; font-weight: bold">def</span> ')
+    assert '<span style="color: #0000ff">f</span>(x):' in lines[0]
+    assert lines[1] == '    <span style="color: #ba2121">&quot;&quot;&quot;Two</span>'
+    assert lines[2] == '<span style="color: #ba2121">    lines.&quot;&quot;&quot;</span>'
+    assert '<span style="color: #008000">len</span>(x) + <span style="color: #666666">1' in lines[3]
+    assert lines[3].endswith("italic\"># one &lt;more&gt;</span>")
+    assert split_display._highlighted("not (python") == ["not (python"]  # plain, escaped
+
+
+def test_show_source_refuses_what_is_not_a_function():
+    with pytest.raises(TypeError, match="at least one function"):
+        split_display.show_source()
+    with pytest.raises(TypeError, match="argument 2 is a str, not a function"):
+        split_display.show_source(split_ranks.client_step, "middle_step")
 
 
 def test_wire_record_round_trip_and_direction():
-    r = d.WireRecord(2, "backward", 2, 1, "gradient ff2.grad", (1, 5, 6), "float32", 120)
+    r = split_ranks.WireRecord(2, "backward", 2, 1, "gradient ff2.grad", (1, 5, 6), "float32", 120)
     assert r.direction == "rank 2 → rank 1"
-    assert d.WireRecord.from_dict(r.as_dict()) == r
+    assert split_ranks.WireRecord.from_dict(r.as_dict()) == r
 
 
 def test_wire_table_columns_and_note():
     records = [
-        d.WireRecord(s, "forward", 0, 1, "activation f1", (1, 5, 6), "float32", 120)
+        split_ranks.WireRecord(s, "forward", 0, 1, "activation f1", (1, 5, 6), "float32", 120)
         for s in (1, 2, 3)
     ]
-    table = d.wire_table(records, steps=[2])
+    table = split_display.wire_table(records, steps=[2])
     assert table.columns == ["step", "phase", "direction", "what", "shape", "bytes"]
     assert table.column("step") == [2] and table.column("shape") == ["[1, 5, 6]"]
     assert table.note == "3 messages, 360 payload bytes in all; shown: step 2"
@@ -123,20 +212,20 @@ def test_failure_message_names_the_silent_rank_of_a_chain():
         1: report(1, "stopped", "sending activation f2 to rank 2", 2),
         2: report(2, "stopped", "computing", None),
     }
-    message, culprit = d._failure_message(reports, timeout=1, deadline=60)
+    message, culprit = rank_failures.failure_message(reports, timeout=1, deadline=60)
     assert culprit == 2
     assert message.startswith("rank 2 (label holder) stopped answering at step 3 (forward)")
 
 
 def test_figures_render_with_a_stable_description():
     records = [
-        d.WireRecord(1, "forward", 0, 1, "activation f1", (1, 5, 6), "float32", 120),
-        d.WireRecord(1, "backward", 1, 0, "gradient ff1.grad", (1, 5, 6), "float32", 120),
+        split_ranks.WireRecord(1, "forward", 0, 1, "activation f1", (1, 5, 6), "float32", 120),
+        split_ranks.WireRecord(1, "backward", 1, 0, "gradient ff1.grad", (1, 5, 6), "float32", 120),
     ]
-    seq = d.sequence_figure(records, step=1)
+    seq = split_display.sequence_figure(records, step=1)
     assert repr(seq) == "[figure: sequence diagram of step 1: 2 messages]"
     assert seq.png().startswith(b"\x89PNG")
-    curve = d.loss_figure([1.0, 0.5], [1.0, 0.5])
+    curve = split_display.loss_figure([1.0, 0.5], [1.0, 0.5])
     assert repr(curve) == "[figure: loss curves, 2 steps: one process vs three processes]"
     assert curve.png().startswith(b"\x89PNG")
 
@@ -177,7 +266,7 @@ def test_each_rank_holds_only_its_own_model(run):
 
 def test_a_failing_rank_ends_the_run_with_its_rank_and_message(run):
     start = time.monotonic()
-    with pytest.raises(d.DistributedRunError) as caught:
+    with pytest.raises(rank_failures.DistributedRunError) as caught:
         d.run_distributed(steps=3, fail_rank=1, fail_at_step=2, deadline=60)
     assert time.monotonic() - start < 30
     err = caught.value
@@ -193,7 +282,7 @@ def test_a_failing_rank_ends_the_run_with_its_rank_and_message(run):
 
 def test_a_rank_that_dies_silently_is_named_by_its_exit_code(run):
     with pytest.raises(
-        d.DistributedRunError, match=r"rank 0 \(client\) exited with code 3"
+        rank_failures.DistributedRunError, match=r"rank 0 \(client\) exited with code 3"
     ) as caught:
         d.run_distributed(steps=3, fail_rank=0, fail_at_step=1, fail_mode="exit", deadline=60)
     assert caught.value.rank == 0
@@ -203,7 +292,7 @@ def test_a_rank_that_dies_silently_is_named_by_its_exit_code(run):
 def test_a_hanging_rank_is_found_through_its_neighbours_timeouts(run):
     start = time.monotonic()
     with pytest.raises(
-        d.DistributedRunError, match=r"rank 2 \(label holder\) stopped answering"
+        rank_failures.DistributedRunError, match=r"rank 2 \(label holder\) stopped answering"
     ) as caught:
         d.run_distributed(steps=5, fail_rank=2, fail_at_step=3, fail_mode="hang", timeout=1.5)
     assert time.monotonic() - start < 30
@@ -224,7 +313,7 @@ SOON_AFTER = 8  # seconds from the first failure to the launcher's return: gener
     ids=["rank 1 raises", "rank 2 hangs, rank 1 times out, rank 2 would hang till the deadline"],
 )
 def test_the_run_ends_soon_after_the_first_failure(run, fail_mode, fail_rank, timeout):
-    with pytest.raises(d.DistributedRunError) as caught:
+    with pytest.raises(rank_failures.DistributedRunError) as caught:
         d.run_distributed(
             steps=3,
             fail_rank=fail_rank,
@@ -247,7 +336,9 @@ def test_the_run_ends_soon_after_the_first_failure(run, fail_mode, fail_rank, ti
 
 def test_the_deadline_stops_a_run_nobody_times_out(run):
     start = time.monotonic()
-    with pytest.raises(d.DistributedRunError, match="did not finish within 4 s") as caught:
+    with pytest.raises(
+        rank_failures.DistributedRunError, match="did not finish within 4 s"
+    ) as caught:
         d.run_distributed(
             steps=5, fail_rank=1, fail_at_step=1, fail_mode="hang", timeout=600, deadline=4
         )
