@@ -225,7 +225,6 @@ class _Builder:
             for item_name, tensor in items:
                 if isinstance(tensor, torch.Tensor):
                     marker = ("saved", fn_id, item_name)  # one node per saved slot
-                    self._keep.append(tensor)
                     node_id = self.add_node(
                         marker, "saved", self.tensor_label(tensor, item_name), tuple(tensor.shape)
                     )
@@ -293,7 +292,7 @@ def picture_bundle(picture: graphviz.Digraph, text: str) -> dict[str, str]:
     except graphviz.ExecutableNotFound:  # `dot` went missing after it was found
         return {"text/plain": advice}
     except graphviz.CalledProcessError as err:
-        first = str(err).splitlines()[0] if str(err) else type(err).__name__
+        first = str(err).splitlines()[0]  # never empty: "Command '...' returned non-zero ..."
         return {"text/plain": f"Graph picture failed ({first}); as text:\n\n{text}"}
     return {"image/svg+xml": svg, "text/plain": text}
 
@@ -358,10 +357,10 @@ class AutogradGraph(graphviz.Digraph):
         super().__init__(
             name="autograd_graph",
             node_attr=NODE_ATTR,
-            graph_attr={
-                "ranksep": "0.25",
-                "nodesep": "0.2",
-                "fontname": "sans-serif",
+            graph_attr={  # spacing and font only: checked by looking at the picture
+                "ranksep": "0.25",  # pragma: no mutate
+                "nodesep": "0.2",  # pragma: no mutate
+                "fontname": "sans-serif",  # pragma: no mutate
             },
         )
         self.data = data
@@ -372,13 +371,13 @@ class AutogradGraph(graphviz.Digraph):
             attrs = {"fillcolor": COLOURS[n.kind]}
             if n.kind == "freed":
                 attrs["style"] = "dashed"
-                attrs["fontcolor"] = "grey40"
+                attrs["fontcolor"] = "grey40"  # pragma: no mutate (a shade of grey, by eye)
             if n.id in highlight:
-                attrs["penwidth"] = "3"
-                attrs["color"] = "red"
+                attrs["penwidth"] = "3"  # pragma: no mutate (border width, by eye)
+                attrs["color"] = "red"  # pragma: no mutate (border colour, by eye)
             if n.id in dimmed:
                 attrs["style"] = "filled,dashed"
-                attrs["fontcolor"] = "grey50"
+                attrs["fontcolor"] = "grey50"  # pragma: no mutate (a shade of grey, by eye)
             self.node(n.id, n.label, **attrs)
         for e in data.edges:
             if e.style == "saved":

@@ -129,7 +129,7 @@ def saved_in_graph(*roots: torch.Tensor, known: object = None) -> list[SavedTens
                 storage=storage,
                 owner=owners.get(ptr) if ptr is not None else None,
                 function=labels[edge.src].label,
-                slot=node.label.split("\n")[0].split(" = ")[0],
+                slot=node.label.split("\n")[0],  # the graph has no names here: "slot\n(shape)"
             )
         )
     return result

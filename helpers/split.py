@@ -1,4 +1,4 @@
-"""Split learning with three models: the first post's program, as functions both notebooks share.
+"""Split learning with three models: the first post's program, as functions notebooks 06-07 share.
 
 Model 1 (embedding + linear) belongs to the "client" that holds the input; model 2 to a middle
 party; model 3 (linear + loss) to the label holder. Forward passes activations across each cut,
@@ -7,7 +7,9 @@ backward passes gradients back: `loss.backward()`, then `f2.backward(ff2.grad)`,
 
 `run_split` is the same step with knobs for the usual mistakes (a cut without `requires_grad_()`,
 another backward order, a skipped `zero_grad()`, the wrong tensor's gradient handed back);
-`compare_models` and `compare_tensors` say, as a table, whether two runs agree.
+`compare_models` and `compare_tensors` say, as a table, whether two runs agree; `model_table`
+lists the models and who holds them, and `arrangement_table` which models each optimizer
+arrangement moved.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from helpers.graph import (
 __all__ = [
     "MLP1",
     "MLP2L",
+    "PARTIES",
     "POST_INPUT",
     "POST_LABEL",
     "POST_SEED",
@@ -43,6 +46,7 @@ __all__ = [
     "SplitGraphs",
     "SplitModels",
     "SplitResult",
+    "arrangement_table",
     "build_models",
     "changed_models",
     "clone_models",
@@ -53,6 +57,7 @@ __all__ = [
     "load_parameters",
     "make_one_optimizer",
     "make_optimizers",
+    "model_table",
     "models_with_grad",
     "post_tensors",
     "run_split",
@@ -71,6 +76,8 @@ POST_LABEL = [[0, 1, 0]]
 TOKEN_TARGET = [[1, 1, 1, 1, 1]]
 #: The order of the backward stages in the split flow: the label holder first, the client last.
 SPLIT_ORDER = (3, 2, 1)
+#: Who holds model 1, 2 and 3 in the post's split-learning setting.
+PARTIES = ("client (holds the input)", "middle party", "label holder (holds the label)")
 
 
 class MLPem0(nn.Module):
@@ -148,6 +155,23 @@ def build_models(
     model2 = MLP1(width, width2)
     model3 = MLP2L(width2, classes)
     return SplitModels(model1, model2, model3)
+
+
+def model_table(models: SplitModels, parties: Sequence[str] = PARTIES) -> Table:
+    """The three models as a table: the party that holds each, its layers and its parameters."""
+    modules = models.as_list()
+    if len(parties) != len(modules):
+        raise ValueError(f"parties names one party per model ({len(modules)}); got {len(parties)}")
+    rows = [
+        {
+            "model": f"model{k}",
+            "party": party,
+            "layers": " → ".join(type(layer).__name__ for layer in model.children()),
+            "parameters": ", ".join(f"{n} {list(p.shape)}" for n, p in model.named_parameters()),
+        }
+        for k, (model, party) in enumerate(zip(modules, parties, strict=True), start=1)
+    ]
+    return Table(["model", "party", "layers", "parameters"], rows)
 
 
 def post_tensors() -> tuple[torch.Tensor, torch.Tensor]:
@@ -453,6 +477,30 @@ def changed_models(before: Mapping[str, torch.Tensor], models: SplitModels) -> l
         if owner not in changed and not torch.equal(before[name], p.detach()):
             changed.append(owner)
     return changed
+
+
+def arrangement_table(
+    runs: Mapping[str, SplitModels],
+    start: Mapping[str, torch.Tensor],
+    reference: SplitModels,
+    *,
+    reference_name: str = "one Adam per model",
+) -> Table:
+    """One row per run: which models moved away from `start`, and whether every parameter ends
+    bitwise equal to `reference`'s (e.g. the post's step with one Adam per model)."""
+    same = f"same as {reference_name}"
+    rows = []
+    for name, models in runs.items():
+        if not isinstance(models, SplitModels):
+            raise TypeError(f"runs[{name!r}] is a {type(models).__name__}, not SplitModels")
+        rows.append(
+            {
+                "arrangement": name,
+                "models changed": ", ".join(changed_models(start, models)) or "none",
+                same: all(compare_models(models, reference, what="param").column("same")),
+            }
+        )
+    return Table(["arrangement", "models changed", same], rows)
 
 
 # --- pictures: the three stage graphs side by side, and the joint graph beside them ---------------

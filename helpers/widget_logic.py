@@ -8,9 +8,10 @@ returned picture and table on screen. Everything here is ordinary data: code tex
   toggles, actually run, with its graph and `tensor_state` table.
 - `record_backward` and `backward_frame`: a backward pass recorded node by node with hooks on
   every backward function, and the picture and table of any step of it.
-- `optimizer_run`: one split-learning step of the first post's three models with a chosen
-  optimizer arrangement, with what each `step()` call moved (with the post's loss, or with the
-  per-token loss it meant).
+- `optimizer_code` and `optimizer_run`: one split-learning step of the first post's three models
+  with a chosen optimizer arrangement, as the lines of code the lab shows and then runs, with
+  what each `step()` call moved and which parameters moved by how much (with the post's loss, or
+  with the per-token loss it meant).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from helpers.state import describe_grad, tensor_state
 __all__ = [
     "ARRANGEMENTS",
     "LOSSES",
+    "NOISE",
     "OPTIMIZERS",
     "BackwardRecord",
     "BackwardStep",
@@ -500,6 +502,7 @@ def default_backward_example() -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
 # Optimizer lab: the first post's split step with a chosen optimizer arrangement
 # --------------------------------------------------------------------------------------------
 
+
 OPTIMIZERS = ("SGD", "SGD with momentum", "Adam")
 ARRANGEMENTS = ("one per model", "one for all three")
 #: The post's CrossEntropyLoss call (every bias gradient is zero up to rounding noise, so which
@@ -507,49 +510,24 @@ ARRANGEMENTS = ("one per model", "one for all three")
 LOSSES = ("the post's", "per token")
 STAGES = ("loss.backward()", "f2.backward(ff2.grad)", "f1.backward(ff1.grad)")
 MODELS = ("model1", "model2", "model3")
+#: A parameter whose every gradient in the run stays below this is zero up to rounding noise (the
+#: biases with the post's loss): whether and how far it moves depends on the CPU's kernels.
+NOISE = 1e-6
+_MAKE = {
+    "SGD": "torch.optim.SGD({params}, lr={lr})",
+    "SGD with momentum": "torch.optim.SGD({params}, lr={lr}, momentum=0.9)",
+    "Adam": "torch.optim.Adam({params}, lr={lr})",
+}
 
 
-def _make_optimizer(name: str, params: list[torch.Tensor], lr: float) -> torch.optim.Optimizer:
-    if name == "SGD":
-        return torch.optim.SGD(params, lr=lr)
-    if name == "SGD with momentum":
-        return torch.optim.SGD(params, lr=lr, momentum=0.9)
-    if name == "Adam":
-        return torch.optim.Adam(params, lr=lr)
-    raise ValueError(f"unknown optimizer {name!r}; choose one of {', '.join(OPTIMIZERS)}")
-
-
-def optimizer_code(
-    optimizer: str, lr: float, set_to_none: bool, arrangement: str, loss: str = LOSSES[0]
-) -> str:
-    """The lines that build the optimizers and run one split step, for one lab setting."""
-    make = {
-        "SGD": "torch.optim.SGD({params}, lr={lr})",
-        "SGD with momentum": "torch.optim.SGD({params}, lr={lr}, momentum=0.9)",
-        "Adam": "torch.optim.Adam({params}, lr={lr})",
-    }[optimizer]
-    lr_text = f"{lr:g}"
-    if arrangement == ARRANGEMENTS[0]:
-        build = "opts = [" + make.format(params="m.parameters()", lr=lr_text) + " for m in models]"
-        pick = "opts[stage]"
-    else:
-        everything = "[p for m in models for p in m.parameters()]"
-        build = "opt = " + make.format(params=everything, lr=lr_text) + "  # one for all"
-        pick = "opt"
+def _check_choices(optimizer: str, arrangement: str, loss: str) -> None:
+    if optimizer not in OPTIMIZERS:
+        raise ValueError(f"unknown optimizer {optimizer!r}; choose one of {', '.join(OPTIMIZERS)}")
+    if arrangement not in ARRANGEMENTS:
+        raise ValueError(
+            f"unknown arrangement {arrangement!r}; choose one of {', '.join(ARRANGEMENTS)}"
+        )
     _check_loss(loss)
-    lines = []
-    if loss == LOSSES[1]:
-        lines.append("loss = token_loss(out, target)  # per token: target [[1, 1, 1, 1, 1]]")
-    return "\n".join(
-        lines
-        + [
-            build,
-            "for stage, backward in [(2, loss.backward), (1, f2.backward), (0, f1.backward)]:",
-            f"    {pick}.zero_grad(set_to_none={set_to_none})",
-            "    backward(...)  # loss: no argument; f2: ff2.grad; f1: ff1.grad",
-            f"    {pick}.step()",
-        ]
-    )
 
 
 def _check_loss(loss: str) -> None:
@@ -557,36 +535,59 @@ def _check_loss(loss: str) -> None:
         raise ValueError(f"unknown loss {loss!r}; choose one of {', '.join(LOSSES)}")
 
 
-class _RecordingOptimizer:
-    """Stands in for an optimizer inside `split_step`: zero_grad with a chosen set_to_none, and
-    after every step() notes which models' parameters moved."""
+def optimizer_code(
+    optimizer: str, lr: float, set_to_none: bool, arrangement: str, loss: str = LOSSES[0]
+) -> str:
+    """The program the lab runs for one setting, line by line: the post's models and forward pass
+    with both cuts, the optimizers, then each backward stage between `zero_grad()` and `step()`.
 
-    def __init__(
-        self,
-        optimizer: torch.optim.Optimizer,
-        set_to_none: bool,
-        models: list[torch.nn.Module],
-        moves: list[list[bool]],
-    ) -> None:
-        self.optimizer = optimizer
-        self.set_to_none = set_to_none
-        self.models = models
-        self.moves = moves
+    Every line is one statement; `optimizer_run` executes exactly these lines (with `tokens`,
+    `label`, `target`, `build_models` and `token_loss` given).
+    """
+    _check_choices(optimizer, arrangement, loss)
+    make = _MAKE[optimizer]
+    lr_text = f"{lr:g}"
+    lines = [
+        "models = build_models(seed=42)  # the post's three models",
+        "f1 = models.model1(tokens)",
+        "ff1 = f1.clone().detach().requires_grad_(True)  # cut 1",
+        "f2 = models.model2(ff1)",
+        "ff2 = f2.clone().detach().requires_grad_(True)  # cut 2",
+    ]
+    if loss == LOSSES[1]:
+        lines += [
+            "out = models.model3.layer(ff2)",
+            "loss = token_loss(out, target)  # per token: target [[1, 1, 1, 1, 1]]",
+        ]
+    else:
+        lines.append("out, loss = models.model3(ff2, label)  # the post's loss")
+    if arrangement == ARRANGEMENTS[0]:
+        params = "m.parameters()"
+        lines.append(f"opts = [{make.format(params=params, lr=lr_text)} for m in models.as_list()]")
+        picks = ["opts[2]", "opts[1]", "opts[0]"]
+    else:
+        lines += [
+            "params = [p for m in models.as_list() for p in m.parameters()]",
+            f"opt = {make.format(params='params', lr=lr_text)}  # one for all three",
+        ]
+        picks = ["opt"] * 3
+    for pick, stage in zip(picks, STAGES, strict=True):
+        lines += [f"{pick}.zero_grad(set_to_none={set_to_none})", stage, f"{pick}.step()"]
+    return "\n".join(lines)
 
-    def zero_grad(self) -> None:
-        self.optimizer.zero_grad(set_to_none=self.set_to_none)
 
-    def step(self) -> None:
-        before = [snapshot(m) for m in self.models]
-        self.optimizer.step()
-        self.moves.append(
-            [bool(param_diff(b, m).changed) for b, m in zip(before, self.models, strict=True)]
-        )
+def _is_step(line: str) -> bool:
+    return line.split("#", 1)[0].rstrip().endswith(".step()")
+
+
+def _format_delta(value: float) -> str:
+    return "0" if value == 0 else f"{value:.2g}"
 
 
 @dataclass
 class OptimizerRun:
-    """One split step under a lab setting: snapshots, the diff, and what each step() moved."""
+    """One split step under a lab setting: the code that ran, snapshots, the diff, what each
+    step() moved, and the largest gradient each parameter had when a step() read it."""
 
     optimizer: str
     lr: float
@@ -598,6 +599,8 @@ class OptimizerRun:
     moves: list[list[bool]] = field(default_factory=list)  # per step() call, per model
     same_as_per_model: list[bool] = field(default_factory=list)  # per model
     loss: str = LOSSES[0]
+    code: str = ""
+    largest_grad: dict[str, float | None] = field(default_factory=dict)  # None: never had one
 
     def moves_table(self) -> Table:
         """Which models each optimizer.step() call moved, and the totals."""
@@ -614,6 +617,49 @@ class OptimizerRun:
         )
         return Table(["step() after", *MODELS], rows + [totals, same])
 
+    def noise(self) -> list[str]:
+        """The parameters whose gradients were all below `NOISE` (zero or rounding noise)."""
+        return [
+            name
+            for name, largest in self.largest_grad.items()
+            if largest is not None and largest < NOISE
+        ]
+
+    def moved_table(self) -> Table:
+        """Which parameters moved and by how much: elements moved and max |Δ| (2 digits).
+
+        A parameter whose gradients were all below `NOISE` gets no numbers, only a note: its
+        move is the CPU's rounding noise (Adam turns noise into steps of up to lr), so the table
+        reads the same on every machine.
+        """
+        noise = set(self.noise())
+        rows = []
+        for change in self.diff.changes:
+            if change.name in noise:
+                rows.append(
+                    {
+                        "parameter": change.name,
+                        "elements moved": "?",
+                        "max |Δ|": "?",
+                        "note": f"gradient < {NOISE:g}: rounding noise, moves depend on the CPU",
+                    }
+                )
+                continue
+            rows.append(
+                {
+                    "parameter": change.name,
+                    "elements moved": f"{change.n_changed} / {change.numel}",
+                    "max |Δ|": _format_delta(change.max_abs),
+                    "note": "",
+                }
+            )
+        known = [c for c in self.diff.changes if c.name not in noise]
+        summary = f"{sum(c.changed for c in known)} of {len(known)} parameters moved"
+        if noise:
+            summary += f"; {len(noise)} more had only a noise gradient"
+        columns = ["parameter", "elements moved", "max |Δ|"] + (["note"] if noise else [])
+        return Table(columns, rows, note=summary)
+
     def figure(self) -> Figure:
         """Heatmaps of what changed, per parameter (drawn once, then reused)."""
         cached = self.__dict__.get("_figure")
@@ -629,48 +675,58 @@ class OptimizerRun:
         return cached
 
 
-def _split_run(
-    optimizer: str, lr: float, set_to_none: bool, arrangement: str, loss: str = LOSSES[0]
-) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor], list[list[bool]]]:
-    from helpers.split import (
-        POST_INPUT,
-        POST_LABEL,
-        TOKEN_TARGET,
-        build_models,
-        split_step,
-        token_loss,
-    )
+@dataclass
+class _Ran:
+    before: dict[str, torch.Tensor]
+    after: dict[str, torch.Tensor]
+    moves: list[list[bool]]
+    largest_grad: dict[str, float | None]
 
-    models = build_models()
-    modules = models.as_list()
-    before = snapshot(models.named_parameters())
+
+def _run_lab_code(code: str) -> _Ran:
+    """Execute the lab's program one line at a time; around each step() line, note which models
+    it moved and the largest gradient each parameter had."""
+    from helpers.split import POST_INPUT, POST_LABEL, TOKEN_TARGET, build_models, token_loss
+
+    namespace: dict[str, object] = {
+        "torch": torch,
+        "build_models": build_models,
+        "token_loss": token_loss,
+        "tokens": torch.tensor(POST_INPUT),
+        "label": torch.tensor(POST_LABEL),
+        "target": torch.tensor(TOKEN_TARGET),
+    }
+    before: dict[str, torch.Tensor] | None = None
     moves: list[list[bool]] = []
-    if arrangement == ARRANGEMENTS[0]:
-        optimizers = [
-            _RecordingOptimizer(
-                _make_optimizer(optimizer, list(m.parameters()), lr), set_to_none, modules, moves
+    largest: dict[str, float | None] = {}
+    for number, line in enumerate(code.splitlines(), start=1):
+        models = namespace.get("models")
+        stepping = _is_step(line) and models is not None
+        if stepping:
+            named = models.named_parameters()  # type: ignore[attr-defined]
+            for name, p in named.items():
+                if p.grad is not None:
+                    g = float(p.grad.detach().abs().max())
+                    largest[name] = max(g, largest.get(name) or 0.0)
+                else:
+                    largest.setdefault(name, None)
+            was = snapshot(named)
+        exec(compile(line, f"<optimizer lab, line {number}>", "exec"), namespace)
+        models = namespace.get("models")
+        if before is None and models is not None:
+            before = snapshot(models.named_parameters())  # type: ignore[attr-defined]
+        if stepping:
+            now = models.named_parameters()  # type: ignore[union-attr]
+            moves.append(
+                [
+                    any(not torch.equal(was[n], p) for n, p in now.items() if n.startswith(f"{m}."))
+                    for m in MODELS
+                ]
             )
-            for m in modules
-        ]
-    elif arrangement == ARRANGEMENTS[1]:
-        everything = [p for m in modules for p in m.parameters()]
-        one = _RecordingOptimizer(
-            _make_optimizer(optimizer, everything, lr), set_to_none, modules, moves
-        )
-        optimizers = [one, one, one]
-    else:
-        raise ValueError(
-            f"unknown arrangement {arrangement!r}; choose one of {', '.join(ARRANGEMENTS)}"
-        )
-    per_token = loss == LOSSES[1]
-    split_step(
-        models,
-        torch.tensor(POST_INPUT),
-        torch.tensor(TOKEN_TARGET if per_token else POST_LABEL),
-        optimizers,  # type: ignore[arg-type]
-        loss_fn=token_loss if per_token else None,
-    )
-    return before, snapshot(models.named_parameters()), moves
+    if before is None:
+        raise ValueError("the lab's program never built `models`")
+    after = snapshot(namespace["models"].named_parameters())  # type: ignore[attr-defined]
+    return _Ran(before, after, moves, {n: largest.get(n) for n in after})
 
 
 def optimizer_run(
@@ -680,23 +736,36 @@ def optimizer_run(
     arrangement: str = ARRANGEMENTS[0],
     loss: str = LOSSES[0],
 ) -> OptimizerRun:
-    """One split step of the post's three models (seed 42) under this optimizer setting.
+    """Run the lab's program (`optimizer_code`) for this setting: one split step of the post's
+    three models (seed 42), and the same step with one optimizer per model to compare with.
 
     `loss` is the post's CrossEntropyLoss call (`LOSSES[0]`, the default) or the per-token loss it
     meant (`LOSSES[1]`: `helpers.split.token_loss` with `TOKEN_TARGET`). The global random state
     is left as it was: the models are built inside `fork_rng`.
     """
-    _check_loss(loss)
+    _check_choices(optimizer, arrangement, loss)
+    code = optimizer_code(optimizer, lr, set_to_none, arrangement, loss)
     with torch.random.fork_rng(devices=[]):
-        before, after, moves = _split_run(optimizer, lr, set_to_none, arrangement, loss)
-        reference = after
+        ran = _run_lab_code(code)
+        reference = ran.after
         if arrangement != ARRANGEMENTS[0]:
-            _, reference, _ = _split_run(optimizer, lr, set_to_none, ARRANGEMENTS[0], loss)
+            per_model = optimizer_code(optimizer, lr, set_to_none, ARRANGEMENTS[0], loss)
+            reference = _run_lab_code(per_model).after
     same = [
-        all(torch.equal(after[k], reference[k]) for k in after if k.startswith(f"{m}."))
+        all(torch.equal(ran.after[k], reference[k]) for k in ran.after if k.startswith(f"{m}."))
         for m in MODELS
     ]
-    diff = param_diff(before, after)
     return OptimizerRun(
-        optimizer, lr, set_to_none, arrangement, before, after, diff, moves, same, loss
+        optimizer,
+        lr,
+        set_to_none,
+        arrangement,
+        ran.before,
+        ran.after,
+        param_diff(ran.before, ran.after),
+        ran.moves,
+        same,
+        loss,
+        code,
+        ran.largest_grad,
     )

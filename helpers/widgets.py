@@ -34,7 +34,6 @@ from helpers.widget_logic import (
     explore_graph,
     figure_html,
     graph_html,
-    optimizer_code,
     optimizer_run,
     record_backward,
     snapshot_svg,
@@ -298,6 +297,9 @@ class BackwardStepper(LiveWidget):
 class OptimizerLab(LiveWidget):
     """Optimizer, learning rate, set_to_none and arrangement for one split-learning step.
 
+    It shows the code it runs (`optimizer_run` executes `optimizer_code`'s lines), which `step()`
+    moved which model, the heatmaps of Δ and which parameters moved by how much.
+
     `loss` (fixed for the widget's life, not a control): the post's loss or the per-token one.
     """
 
@@ -359,17 +361,14 @@ class OptimizerLab(LiveWidget):
         box.add_class("autograd-optimizer-lab")
         run = self.run
         assert run is not None
-        code = optimizer_code(optimizer, lr, set_to_none, arrangement, loss)
         title = "Optimizer lab: " + ", ".join(f"{k}={v!r}" for k, v in self.settings().items())
         if loss != LOSSES[0]:
             title += f", loss={loss!r}"
-        moves = run.moves_table()
+        moves, moved = run.moves_table(), run.moved_table()
         super().__init__(
             box,
-            text="\n\n".join(
-                [title, HINT, code, repr(moves), "[figure: Δ heatmaps per parameter]"]
-            ),
-            svg=snapshot_svg(code, moves, run.figure(), title=title),
+            text="\n\n".join([title, HINT, run.code, repr(moves), repr(moved)]),
+            svg=snapshot_svg(run.code, moves, run.figure(), moved, title=title),
         )
 
     def settings(self) -> dict[str, Any]:
@@ -381,7 +380,7 @@ class OptimizerLab(LiveWidget):
         s = self.settings()
         args = (s["optimizer"], float(s["lr"]), bool(s["set_to_none"]), s["arrangement"])
         self.run = optimizer_run(*args, loss=self.loss)
-        self.code.value = _pre(optimizer_code(*args, loss=self.loss))
+        self.code.value = _pre(self.run.code)  # the lines that just ran
         self.moves.value = table_html(self.run.moves_table())
         self.picture.value = figure_html(self.run.figure())
         self.table.value = table_html(self.run.diff)

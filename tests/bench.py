@@ -40,8 +40,10 @@ import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from helpers.course import course_notebooks
+
 ROOT = Path(__file__).resolve().parent.parent
-NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+NOTEBOOKS = course_notebooks(ROOT / "notebooks")  # 00_ ... 06_, 06b_, 07_ ...
 TARGET_SUITE_RATIO = 1.5
 TARGET_ABOVE_FLOOR = {"07_split_across_processes.ipynb": 10.0}
 DEFAULT_ABOVE_FLOOR = 3.0

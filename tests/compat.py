@@ -37,8 +37,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from helpers.course import course_notebooks
+
 ROOT = Path(__file__).resolve().parent.parent
-NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+NOTEBOOKS = course_notebooks(ROOT / "notebooks")  # 00_ ... 06_, 06b_, 07_ ...
 HOME = ROOT / ".compat"
 TABLE = ROOT / "COMPATIBILITY.md"
 PIN = "2.13.0"  # the pinned release; `make test` proves its outputs (tests/test_packaging.py)
@@ -187,7 +189,7 @@ def _colab_cell(result: VersionResult) -> str:
 
 
 _ROW = re.compile(
-    r"^\| `(?P<name>[0-9][0-9]_[^`]+\.ipynb)` \| `(?P<hash>[0-9a-f]+)` \|(?P<rest>.*)\|$"
+    r"^\| `(?P<name>[0-9][0-9][a-z]?_[^`]+\.ipynb)` \| `(?P<hash>[0-9a-f]+)` \|(?P<rest>.*)\|$"
 )
 _HEAD = re.compile(r"^\| notebook \| code hash \|(?P<rest>.*)\|$")
 

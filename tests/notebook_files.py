@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-NOTEBOOKS = sorted(
-    (Path(__file__).resolve().parent.parent / "notebooks").glob("[0-9][0-9]_*.ipynb")
-)
+from helpers.course import course_notebooks
+
+NOTEBOOKS = course_notebooks(Path(__file__).resolve().parent.parent / "notebooks")
 IDS = [p.name for p in NOTEBOOKS]

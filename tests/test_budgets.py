@@ -18,16 +18,7 @@ MAX_CODE_LINES = 25  # per code cell; the generated Colab setup cell is not the 
 MAX_IMPORT_LINES = 8  # the first code cell after the setup cell: imports and the seed
 
 #: notebook -> the budgets it is still over (the keys of `measure`), and why that is known.
-OVER_BUDGET = {
-    "06_split_backward_three_models.ipynb": (
-        {"cells", "words", "code_lines", "import_lines"},
-        "the core path and the optional deeper part are still one notebook",
-    ),
-    "07_split_across_processes.ipynb": (
-        {"code_lines", "import_lines"},
-        "the operations part (failures, hangs, tidy-up) is not yet an optional part of its own",
-    ),
-}
+OVER_BUDGET: dict[str, tuple[set[str], str]] = {}
 
 
 def measure(notebook) -> dict[str, int]:

@@ -1,5 +1,7 @@
 """helpers.exercises.grad_modes: right answers pass, typical wrong answers get a specific hint."""
 
+import warnings
+
 import pytest
 import torch
 from torch import nn
@@ -68,8 +70,72 @@ def test_real_leaf_wrong_answers_say_what_is_wrong(answer, hint):
 
 
 def test_real_leaf_reports_errors_and_bad_input():
-    only_hint(check_real_leaf(lambda v: v.no_such_method()), "raised AttributeError")
-    only_hint(check_real_leaf(42), "pass the function itself")
+    assert check_real_leaf(lambda v: 1 / 0).messages == [
+        "make_weight(values) raised ZeroDivisionError: division by zero"
+    ]
+    assert check_real_leaf(42).messages == [
+        "pass the function itself: check_real_leaf(make_weight), not a int."
+    ]
+
+
+def test_real_leaf_messages_in_full():
+    assert repr(check_real_leaf(leaf_no_grad)) == (
+        "✅ Correct: a float64 leaf that requires grad; an optimizer accepts it, and one step "
+        "moves it."
+    )
+    non_leaf = check_real_leaf(lambda v: torch.tensor(v, requires_grad=True).double() * 0.01)
+    assert non_leaf.messages == [
+        "w is not a leaf: it is the result of an operation (grad_fn MulBackward0), so backward "
+        "fills the .grad of the tensor before that step, not w's, and an optimizer refuses w "
+        "(\"can't optimize a non-leaf Tensor\"). Give the dtype when you create the tensor and "
+        "scale it first, then call requires_grad_() (or scale it under torch.no_grad())."
+    ]
+    no_grad = check_real_leaf(lambda v: torch.tensor(v, dtype=torch.float64) * 0.01)
+    assert no_grad.messages == [
+        "w does not require grad, so backward gives it no gradient: call .requires_grad_() on it "
+        "last, or wrap it in nn.Parameter(...)."
+    ]
+
+
+def test_real_leaf_values_count_to_six_decimals():
+    def off_by(delta):
+        return lambda v: (torch.tensor(v, dtype=torch.float64) * 0.01 + delta).requires_grad_()
+
+    assert check_real_leaf(off_by(3e-7)).ok
+    assert check_real_leaf(off_by(3e-6)).messages == [
+        "w holds [0.010003, -0.019997, 0.040003], expected [0.01, -0.02, 0.04] (values * 0.01)."
+    ]
+
+
+def test_real_leaf_that_does_not_move_is_reported():
+    def zero_gradient(values):
+        w = (torch.tensor(values, dtype=torch.float64) * 0.01).requires_grad_()
+        w.register_hook(torch.zeros_like)  # every gradient it gets becomes zero
+        return w
+
+    assert check_real_leaf(zero_gradient).messages == ["one SGD step did not move w."]
+
+
+def warns_twice_over(func):
+    """func, after a warning of two lines: only the first line is reported."""
+
+    def wrapped(*args):
+        warnings.warn("first line\nsecond line", stacklevel=1)
+        return func(*args)
+
+    return wrapped
+
+
+@pytest.mark.parametrize(
+    ("check", "answer"),
+    [
+        (check_real_leaf, leaf_no_grad),
+        (check_freeze_middle, lambda m: m.middle.requires_grad_(False)),
+    ],
+    ids=["real-leaf", "freeze-middle"],
+)
+def test_warnings_are_reported_by_their_first_line(check, answer):
+    assert check(warns_twice_over(answer)).messages == ["PyTorch warned: first line"]
 
 
 # -- train ----------------------------------------------------------------------------------------
@@ -119,6 +185,52 @@ def test_train_right_answers_pass(answer):
     assert "every parameter moved" in repr(result)
 
 
+def test_train_success_names_the_first_and_last_loss():
+    assert repr(check_train(train_right)) == (
+        "✅ Correct: every parameter moved, and the loss fell from 0.1328 to 0.0006995."
+    )
+
+
+def test_train_the_last_loss_counts_not_the_second():
+    def up_at_the_end(model, x, target):
+        train_right(model, x, target)
+        return [2.0, 1.0, 3.0]
+
+    assert check_train(up_at_the_end).messages == [
+        "the loss did not fall: 2 at the first step, 3 at the last."
+    ]
+
+
+def test_train_warnings_are_reported_by_their_first_line():
+    assert check_train(warns_twice_over(train_right)).messages == ["PyTorch warned: first line"]
+
+
+def test_train_no_steps_at_all():
+    assert check_train(lambda model, x, target: []).messages == [
+        "no parameter got a gradient: the loss has no graph behind it. Look for detach(), "
+        ".data, torch.tensor(...), .item(), or a torch.no_grad() block around the forward pass; "
+        "loss.requires_grad = True only hides this.",
+        "train(model, x, target) returned 0 loss(es): take at least two steps.",
+    ]
+
+
+NO_GRAPH_ERROR = (
+    "train(model, x, target) raised RuntimeError: element 0 of tensors does not require grad "
+    "and does not have a grad_fn. The loss has no graph behind it: find what cut it (detach(), "
+    ".data, torch.tensor(...), .item(), or a torch.no_grad() block); setting "
+    "loss.requires_grad = True hides the error but trains nothing."
+)
+
+
+def test_train_error_without_a_graph_is_explained():
+    def dotted(model, x, target):  # the same error, as a torch release that ends it with "."
+        raise RuntimeError("element 0 of tensors does not require grad and does not have a "
+                           "grad_fn.")
+
+    assert check_train(train_no_grad).messages == [NO_GRAPH_ERROR]
+    assert check_train(dotted).messages == [NO_GRAPH_ERROR]
+
+
 def train_notebook_bugs(model, x, target, steps=3):
     """The exercise as the notebook hands it out: two bugs."""
     optimizer = torch.optim.SGD(ThreeLayers().parameters(), lr=0.05)
@@ -135,12 +247,14 @@ def train_notebook_bugs(model, x, target, steps=3):
 
 def test_train_notebook_version_names_both_bugs():
     result = check_train(train_notebook_bugs)
-    text = " ".join(result.messages)
-    assert "no gradient reached first.weight, first.bias" in text
-    assert "middle.weight, middle.bias, last.weight, last.bias got a gradient but did not move" in (
-        text
-    )
-    assert "the loss did not fall" in text
+    assert result.messages == [
+        "no gradient reached first.weight, first.bias: the graph is cut between the loss and "
+        "them. Look for detach(), .data, torch.tensor(...), .item(), or a torch.no_grad() block "
+        "in the forward pass.",
+        "middle.weight, middle.bias, last.weight, last.bias got a gradient but did not move: the "
+        "optimizer does not hold them. Build it from model.parameters() of the model you train.",
+        "the loss did not fall: 0.1328 at the first step, 0.1328 at the last.",
+    ]
 
 
 def train_requires_grad_trick(model, x, target):
@@ -216,7 +330,9 @@ def test_train_wrong_answers_say_what_is_wrong(answer, hint):
 
 
 def test_train_checker_needs_a_function():
-    only_hint(check_train("train"), "pass the function itself")
+    assert check_train("train").messages == [
+        "pass the function itself: check_train(train), not a str."
+    ]
 
 
 # -- freeze_middle --------------------------------------------------------------------------------
@@ -233,6 +349,10 @@ def freeze_loop(model):
 def test_freeze_right_answers_pass(answer):
     result = check_freeze_middle(answer)
     assert result.ok, result
+    assert repr(result) == (
+        "✅ Correct: middle is frozen (no gradient, no change); first and last still learn, "
+        "because the gradient flows through the frozen layer."
+    )
 
 
 def freeze_weight_only(model):
@@ -268,3 +388,45 @@ def freeze_under_no_grad(model):
 )
 def test_freeze_wrong_answers_say_what_is_wrong(answer, hint):
     only_hint(check_freeze_middle(answer), hint)
+
+
+def removes_middle(model):
+    model.middle = None
+
+
+@pytest.mark.parametrize(
+    ("answer", "message"),
+    [
+        (freeze_everything, "every parameter is frozen, so nothing can learn: freeze only "
+                            "model.middle."),
+        (
+            lambda m: m.middle.eval(),
+            "middle.weight, middle.bias still moved: eval() switches dropout and batch norm to "
+            "evaluation, it does not stop gradients. Use model.middle.requires_grad_(False).",
+        ),
+        (
+            freeze_weight_only,
+            "middle.bias still moved: every parameter of model.middle needs requires_grad=False "
+            "(model.middle.requires_grad_(False) sets them all).",
+        ),
+        (
+            freeze_first_and_middle,
+            "first.weight, first.bias did not move: freeze only the middle layer. A frozen layer "
+            "still passes the gradient through to the layers before it.",
+        ),
+        (
+            lambda m: m.middle.weight.add_(1),
+            "freeze_middle(model) raised RuntimeError: a leaf Variable that requires grad is "
+            "being used in an in-place operation.",
+        ),
+        (
+            removes_middle,
+            "after freeze_middle(model), a training step failed: it raised TypeError: "
+            "'NoneType' object is not callable",
+        ),
+        (3, "pass the function itself: check_freeze_middle(freeze_middle), not a int."),
+    ],
+    ids=["everything", "eval", "weight-only", "first-too", "in-place", "broken", "not-callable"],
+)
+def test_freeze_messages_in_full(answer, message):
+    assert check_freeze_middle(answer).messages == [message]

@@ -1,5 +1,8 @@
 """Checkers of notebook 09: right answers pass, typical wrong answers get a specific message."""
 
+import warnings
+
+import pytest
 import torch
 from torch import nn
 from torch.utils.checkpoint import checkpoint
@@ -23,6 +26,68 @@ def hvp_double_backward(f, x, v):
 def test_hvp_by_double_backward_passes():
     result = check_hvp(hvp_double_backward)
     assert result.ok, result
+    assert repr(result) == "✅ Right: H v from two backward passes, no n×n matrix built."
+
+
+def test_hvp_is_judged_to_a_relative_1e_7_in_any_float_dtype():
+    assert check_hvp(lambda f, x, v: hvp_double_backward(f, x, v) * (1 + 1e-8)).ok
+    assert not check_hvp(lambda f, x, v: hvp_double_backward(f, x, v) * (1 + 1e-6)).ok
+    assert check_hvp(lambda f, x, v: hvp_double_backward(f, x, v).float()).ok
+
+
+WHERE = "for f = x0² x1 + x1³ at x = [1.0, 2.0], v = [1.0, -1.0]"
+
+
+def raises_without_a_message(*_):
+    raise ValueError()
+
+
+def raises_at_length(*_):
+    raise ValueError("x" * 200)
+
+
+@pytest.mark.parametrize(
+    ("hvp", "message"),
+    [
+        (lambda f, x, v: None, "hvp returned None: return H v"),
+        (lambda f, x, v: 2.0, "hvp returned a float, not a tensor"),
+        (lambda f, x, v: torch.zeros(1), "hvp returned shape (1,); H v has x's shape (2,)"),
+        (
+            lambda f, x, v: (hvp_double_backward(f, x, v),),
+            "hvp returned a tuple: torch.autograd.grad returns one gradient per input, take its "
+            "element [0]",
+        ),
+        (
+            lambda f, x, v: torch.autograd.functional.hessian(f, x),
+            "hvp returned a 2×2 matrix: that is the Hessian itself; return H v, a vector with "
+            "x's shape",
+        ),
+        (
+            lambda f, x, v: torch.autograd.grad(f(x), x)[0],
+            f"{WHERE} you returned the gradient of f, not H v: differentiate the dot product "
+            "(gradient · v) once more, which needs create_graph=True in the first grad call",
+        ),
+        (
+            lambda f, x, v: hvp_double_backward(f, x, torch.ones_like(v)),
+            f"{WHERE} you returned H times a vector of ones: v was ignored",
+        ),
+        (
+            lambda f, x, v: -hvp_double_backward(f, x, v),
+            f"{WHERE} the sign is flipped: expected [2.0, -10.0], got [-2.0, 10.0]",
+        ),
+        (
+            lambda f, x, v: hvp_double_backward(f, x, v) * 1.000123,  # shown to 4 decimals
+            f"{WHERE} H v should be [2.0, -10.0], got [2.0002, -10.0012]",
+        ),
+        (lambda f, x, v: 1 / 0, "hvp raised ZeroDivisionError: division by zero"),
+        (raises_without_a_message, "hvp raised ValueError: "),
+        (raises_at_length, "hvp raised ValueError: " + "x" * 160),
+    ],
+    ids=["none", "float", "shape", "tuple", "hessian", "gradient", "ones", "sign", "values",
+         "error", "empty-error", "long-error"],
+)
+def test_hvp_messages_in_full(hvp, message):
+    assert check_hvp(hvp).messages == [message]
 
 
 def test_hvp_by_torch_func_and_autograd_functional_pass():
@@ -41,7 +106,11 @@ def test_hvp_without_create_graph_says_so():
         return hv
 
     result = check_hvp(no_create_graph)
-    assert not result.ok and "create_graph=True" in text(result)
+    assert result.messages == [
+        "hvp raised RuntimeError: element 0 of tensors does not require grad and does not have a "
+        "grad_fn (the gradient you differentiated a second time has no graph: pass "
+        "create_graph=True to the first torch.autograd.grad call)"
+    ]
 
 
 def test_hvp_placeholder_and_tuple():
@@ -71,7 +140,11 @@ def test_hvp_returning_or_building_the_hessian():
 
     assert "that is the Hessian itself" in text(check_hvp(hessian))
     result = check_hvp(through_hessian)
-    assert not result.ok and "built the whole matrix with torch.func.jacrev" in text(result)
+    assert result.messages == [
+        "the numbers are right, but you built the whole matrix with torch.func.jacrev: an "
+        "n-dimensional x costs n backward passes and n² numbers. Two grad calls give H v at the "
+        "cost of about one more backward pass"
+    ]
     assert torch.func.jacrev.__module__ != "helpers.exercises.higher_order"  # put back
 
 
@@ -105,7 +178,62 @@ def softsign_with(backward_rule):
 def test_softsign_right_backward_passes():
     result = check_softsign(softsign_with(lambda x, g: g / (1 + x.abs()) ** 2))
     assert result.ok, result
-    assert "gradcheck passes" in repr(result)
+    assert repr(result) == "✅ gradcheck passes: backward is the derivative of forward."
+
+
+SOFTSIGN_MESSAGES = [
+    (lambda x, g: ..., "backward still returns `...`: return the gradient for x"),
+    (lambda x, g: None, "backward returned None: x gets no gradient at all"),
+    (lambda x, g: (g, g), "backward must return exactly one gradient: forward has one input"),
+    (
+        lambda x, g: g,
+        "backward passes grad_output through unchanged (a straight-through estimator): multiply "
+        "it by the derivative 1 / (1 + |x|)²",
+    ),
+    (
+        lambda x, g: 1 / (1 + x.abs()) ** 2,
+        "backward ignores grad_output: the chain rule multiplies the incoming gradient by the "
+        "local derivative",
+    ),
+    (
+        lambda x, g: g / (1 + x.abs()),
+        "the square is missing: d/dx x / (1 + |x|) = 1 / (1 + |x|)²",
+    ),
+    (lambda x, g: g / (1 + x) ** 2, "use |x|: for negative x the derivative is 1 / (1 - x)²"),
+    (lambda x, g: -g / (1 + x.abs()) ** 2, "the sign is flipped: softsign increases everywhere"),
+    (
+        lambda x, g: g * (x / (1 + x.abs())) ** 2,
+        "that is the output squared; the derivative is 1 / (1 + |x|)², computed from the input x",
+    ),
+    (
+        lambda x, g: g * x,
+        "with grad_output [1.0, 2.0, -1.0, 0.5] at x = [-2.0, -0.5, 0.25, 1.5] backward should "
+        "return [0.1111, 0.8889, -0.64, 0.08], got [-2.0, -1.0, -0.25, 0.75]",
+    ),
+    (
+        # right for the checker's grad_output only: gradcheck's other grad_outputs catch it
+        lambda x, g: torch.tensor([1.0, 2.0, -1.0, 0.5], dtype=x.dtype) / (1 + x.abs()) ** 2,
+        "backward is right on the test points, but gradcheck fails on them",
+    ),
+]
+
+
+@pytest.mark.parametrize(("rule", "message"), SOFTSIGN_MESSAGES)
+def test_softsign_messages_in_full(rule, message):
+    assert check_softsign(softsign_with(rule)).messages == [message]
+
+
+def test_softsign_forward_that_raises_is_reported():
+    class Raises(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            raise ValueError("nope")
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            return grad_output
+
+    assert check_softsign(Raises).messages == ["the forward raised ValueError: nope"]
 
 
 def test_softsign_typical_mistakes_are_named():
@@ -127,7 +255,9 @@ def test_softsign_typical_mistakes_are_named():
 
 
 def test_softsign_needs_the_class_and_an_unchanged_forward():
-    assert "pass the class itself" in text(check_softsign(lambda x: x))
+    assert check_softsign(lambda x: x).messages == [
+        "pass the class itself (a torch.autograd.Function), got function"
+    ]
 
     class Other(torch.autograd.Function):
         @staticmethod
@@ -138,7 +268,9 @@ def test_softsign_needs_the_class_and_an_unchanged_forward():
         def backward(ctx, grad_output):
             return grad_output
 
-    assert "change only backward" in text(check_softsign(Other))
+    assert check_softsign(Other).messages == [
+        "the forward no longer computes x / (1 + |x|): change only backward"
+    ]
 
 
 # check_checkpointed
@@ -176,7 +308,93 @@ def each_block(use_reentrant=False, **kwargs):
 def test_checkpoint_each_block_passes():
     result = check(each_block())
     assert result.ok, result
-    assert "Each block ran twice" in repr(result)
+    assert repr(result) == (
+        "✅ Each block ran twice, the graph saved 64 instead of 480 bytes of activations, and "
+        "every gradient equals the plain run's."
+    )
+
+
+def test_checkpoint_other_warnings_are_not_about_use_reentrant():
+    def warns(blocks, x):
+        warnings.warn("something else", stacklevel=1)
+        return each_block()(blocks, x)
+
+    assert check(warns).ok
+
+
+def raises_about_use_reentrant(blocks, x):
+    raise ValueError("use_reentrant must be passed")
+
+
+def detaches_after_the_first_block(blocks, x):
+    for k, block in enumerate(blocks):
+        x = checkpoint(block, x, use_reentrant=False)
+        if k == 0:
+            x = x.detach()
+    return x
+
+
+def runs_each_block_under_no_grad_first(blocks, x):
+    with torch.no_grad():
+        blocks(x)  # recomputing by hand saves nothing: the second run records everything
+    return blocks(x)
+
+
+def under_no_grad(blocks, x):
+    with torch.no_grad():
+        return blocks(x)
+
+
+NOT_CHECKPOINTED = (
+    "each block ran once: nothing was recomputed, so nothing was checkpointed. Wrap each block: "
+    "h = checkpoint(block, h, use_reentrant=False)"
+)
+DIFFERS = (
+    "0.up.weight.grad differs from the run without checkpointing: the checkpointed blocks must "
+    "compute exactly what the plain ones do"
+)
+
+
+@pytest.mark.parametrize(
+    ("fn", "messages"),
+    [
+        (lambda blocks, x: None, ["your function returned None: return the last block's output"]),
+        (lambda blocks, x: [x], ["your function returned a list, not a tensor"]),
+        (lambda blocks, x: blocks(x), [NOT_CHECKPOINTED]),
+        (lambda blocks, x: 1 / 0, ["your function raised ZeroDivisionError: division by zero"]),
+        (
+            raises_about_use_reentrant,
+            ["your function raised ValueError: use_reentrant must be passed (pass "
+             "use_reentrant=False explicitly)"],
+        ),
+        (
+            under_no_grad,
+            ["the output has no grad_fn, so no gradient can flow: was it computed under "
+             "torch.no_grad()?"],
+        ),
+        (
+            each_block(use_reentrant=True),
+            ["the output has no grad_fn, so no gradient can flow: checkpoint(..., "
+             "use_reentrant=True) with an input that does not require grad returns a result "
+             "without history: use use_reentrant=False"],
+        ),
+        (
+            detaches_after_the_first_block,
+            ["block 0 ran 1 times; a checkpointed block runs twice: once forward, once again in "
+             "backward (call each block once in your function)", "0.up.weight got no gradient"],
+        ),
+        (lambda blocks, x: each_block()(blocks, x) * 1.01, [DIFFERS]),
+        (
+            runs_each_block_under_no_grad_first,
+            ["the graph saved 480 bytes of activations, no fewer than without checkpointing "
+             "(480)"],
+        ),
+    ],
+    ids=["none", "list", "plain", "error", "error-use-reentrant", "no-grad", "reentrant",
+         "detached", "scaled", "by-hand"],
+)
+def test_checkpoint_messages_in_full(fn, messages):
+    assert check(fn).messages == messages
 
 
 def test_checkpoint_the_whole_stack_passes_too():
@@ -199,7 +417,10 @@ def test_checkpoint_reentrant_without_input_grad_is_explained():
 def test_checkpoint_reentrant_with_input_grad_is_named():
     result = check_checkpointed(each_block(use_reentrant=True), make_blocks,
                                 X.clone().requires_grad_())
-    assert not result.ok and "that is use_reentrant=True" in text(result)
+    assert result.messages == [
+        "the output's grad_fn is CheckpointFunctionBackward: that is use_reentrant=True; pass "
+        "use_reentrant=False"
+    ]
 
 
 def test_checkpoint_without_use_reentrant_is_caught():
@@ -209,7 +430,10 @@ def test_checkpoint_without_use_reentrant_is_caught():
         return x
 
     result = check(no_flag)
-    assert not result.ok and "pass use_reentrant=False" in text(result)
+    assert result.messages[0] == (
+        "torch warned that use_reentrant should be passed explicitly: pass use_reentrant=False "
+        "(the default is still the older reentrant variant)"
+    )
 
 
 def test_checkpoint_wrong_computation_and_extra_calls():
@@ -220,14 +444,23 @@ def test_checkpoint_wrong_computation_and_extra_calls():
         return x
 
     result = check(twice)
-    assert not result.ok and "ran 3 times" in text(result)
-    assert "differs from the run without checkpointing" in text(result)
+    assert result.messages == [
+        "block 0 ran 3 times, block 1 ran 3 times, block 2 ran 3 times; a checkpointed block "
+        "runs twice: once forward, once again in backward (call each block once in your "
+        "function)",
+        DIFFERS,
+    ]
 
 
 def test_checkpoint_errors_and_broken_builders_are_reported():
     assert "ZeroDivisionError" in text(check(lambda blocks, x: 1 / 0))
     result = check_checkpointed(each_block(), lambda: None, X)
     assert not result.ok and "could not run the blocks" in text(result)
+    result = check_checkpointed(each_block(), make_blocks, torch.ones(2, 3))  # the wrong width
+    assert result.messages == [
+        "could not run the blocks without checkpointing: RuntimeError: mat1 and mat2 shapes "
+        "cannot be multiplied (2x3 and 4x16)"
+    ]
 
 
 def test_checkers_leave_the_random_state_alone():

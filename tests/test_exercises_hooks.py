@@ -1,5 +1,7 @@
 """helpers.exercises.hooks: right answers pass, typical wrong answers get the specific hint."""
 
+import warnings
+
 import pytest
 import torch
 
@@ -36,7 +38,7 @@ def test_retain_grad_right_answer_passes():
     loss_of(hidden).backward()
     result = check_retain_grad(hidden, W, x)
     assert result.ok, result
-    assert "[-2, 6]" in repr(result)
+    assert repr(result) == "✅ hidden.grad = [-2, 6] = 2 * hidden."
 
 
 def test_retain_grad_placeholder_says_what_to_call():
@@ -44,7 +46,10 @@ def test_retain_grad_placeholder_says_what_to_call():
     loss_of(hidden).backward()  # the cell with `...` still in place
     result = check_retain_grad(hidden, W, x)
     assert not result.ok
-    assert "call hidden.retain_grad() before loss.backward()" in text(result)
+    assert result.messages == [
+        "hidden.retains_grad is False: call hidden.retain_grad() before loss.backward() (the "
+        "method is retain_grad, not rtain_grad)."
+    ]
 
 
 def test_retain_grad_after_backward_is_named():
@@ -52,7 +57,17 @@ def test_retain_grad_after_backward_is_named():
     loss_of(hidden).backward()
     hidden.retain_grad()
     result = check_retain_grad(hidden, W, x)
-    assert not result.ok and "retains_grad is True but hidden.grad is None" in text(result)
+    assert result.messages == [
+        "hidden.retains_grad is True but hidden.grad is None: retain_grad() only affects "
+        "backward passes that run after it, so call it before loss.backward()."
+    ]
+
+
+def test_retain_grad_without_any_backward_is_named():
+    W, x, hidden = graph()
+    hidden.retain_grad()
+    result = check_retain_grad(hidden, W, x)
+    assert result.messages == ["hidden.grad is None and so is W.grad: did loss.backward() run?"]
 
 
 def test_retain_grad_twice_backward_is_named():
@@ -62,7 +77,10 @@ def test_retain_grad_twice_backward_is_named():
     loss.backward(retain_graph=True)
     loss.backward()
     result = check_retain_grad(hidden, W, x)
-    assert not result.ok and "backward ran twice" in text(result)
+    assert result.messages == [
+        "hidden.grad is [-4, 12], twice d loss/d hidden: backward ran twice, and a retained "
+        "grad adds up over backward passes like a leaf's .grad."
+    ]
 
 
 def test_retain_grad_detached_hidden_is_named():
@@ -70,13 +88,19 @@ def test_retain_grad_detached_hidden_is_named():
     hidden = hidden.detach().requires_grad_()
     loss_of(hidden).backward()
     result = check_retain_grad(hidden, W, x)
-    assert not result.ok and "hidden is a leaf" in text(result)
+    assert result.messages == [
+        "hidden is a leaf, so it is no longer the output of W @ x in the graph (was it detached "
+        "or re-created?). Keep hidden = W @ x and call hidden.retain_grad() on it."
+    ]
 
 
 def test_retain_grad_without_backward_is_named():
     W, x, hidden = graph()
     result = check_retain_grad(hidden, W, x)
-    assert not result.ok and "W.grad is None" in text(result)
+    assert result.messages == [
+        "hidden.retains_grad is False and W.grad is None: call hidden.retain_grad(), then let "
+        "loss.backward() run."
+    ]
 
 
 def test_retain_grad_wrong_loss_gives_values():
@@ -84,7 +108,36 @@ def test_retain_grad_wrong_loss_gives_values():
     hidden.retain_grad()
     hidden.sum().backward()
     result = check_retain_grad(hidden, W, x)
-    assert not result.ok and "expected d loss/d hidden = 2 * hidden = [-2, 6]" in text(result)
+    assert result.messages == [
+        "hidden.grad is [1, 1], expected d loss/d hidden = 2 * hidden = [-2, 6]."
+    ]
+
+
+def test_retain_grad_a_gradient_half_off_is_wrong():
+    W, x, hidden = graph()
+    hidden.retain_grad()
+    (loss_of(hidden) + 0.5 * hidden.sum()).backward()
+    result = check_retain_grad(hidden, W, x)
+    assert not result.ok and "hidden.grad is [-1.5, 6.5]" in text(result)
+
+
+def test_retain_grad_tolerance_is_1e_6_plus_1e_5_relative():
+    def with_offset(offset):
+        W, x, hidden = graph()
+        hidden.retain_grad()
+        (loss_of(hidden) + offset * hidden[0]).backward()  # hidden.grad[0] = -2 + offset
+        return check_retain_grad(hidden, W, x)
+
+    assert with_offset(2.05e-5).ok  # within 1e-6 + 1e-5 * 2
+    assert not with_offset(2.2e-5).ok
+
+
+def test_retain_grad_tiny_values_are_shown_in_e_notation():
+    W, x, hidden = graph()
+    hidden.retain_grad()
+    (hidden.sum() * 1e-7).backward()
+    result = check_retain_grad(hidden, W, x)
+    assert "hidden.grad is [1e-07, 1e-07], expected" in text(result)
 
 
 # Exercise 2: a hook that records and clips
@@ -105,14 +158,50 @@ def test_clip_hook_right_answer_passes():
 
     result = check_clip_hook(*run_hook(hook))
     assert result.ok, result
-    assert "saw [-2, 6] and passed on [-1, 1]" in repr(result)
+    assert repr(result) == "✅ The hook saw [-2, 6] and passed on [-1, 1]."
 
 
 def test_clip_hook_placeholder_gets_both_hints():
     result = check_clip_hook(*run_hook(lambda grad, seen: None))
     assert not result.ok
-    assert "seen is empty" in text(result)
-    assert "computed from the unclipped gradient" in text(result)
+    assert result.messages[0] == (
+        "seen is empty: the hook should record the gradient it receives, e.g. seen.append(grad)."
+    )
+    assert "computed from the unclipped gradient" in result.messages[1]
+
+
+def test_clip_hook_without_backward_says_so():
+    W, x, hidden = graph()
+    result = check_clip_hook(hidden, W, x, [])
+    assert result.messages[1] == "W.grad is None: did loss.backward() run?"
+
+
+def test_clip_hook_on_a_non_leaf_weight_reads_its_grad_quietly():
+    W, x, _ = graph()
+    W = W * 1  # not a leaf: reading its .grad warns, and the checker keeps that quiet
+    hidden = W @ x
+    loss_of(hidden).backward()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        result = check_clip_hook(hidden, W, x, [])
+    assert result.messages[1] == "W.grad is None: did loss.backward() run?"
+
+
+def test_clip_hook_that_ran_twice():
+    def hook(grad, seen):
+        seen.append(grad)
+        return grad.clamp(-1, 1)
+
+    W, x, hidden = graph()
+    seen = []
+    hidden.register_hook(lambda grad: hook(grad, seen))
+    loss = loss_of(hidden)
+    loss.backward(retain_graph=True)
+    loss.backward()
+    result = check_clip_hook(hidden, W, x, seen)
+    assert result.messages[0] == (
+        "the hook ran 2 times: each backward pass calls it once; run backward only once."
+    )
 
 
 def test_clip_hook_that_only_records():
@@ -129,7 +218,10 @@ def test_clip_hook_in_place_is_named():
         return grad.clamp_(-1, 1)  # changes its argument: what seen holds changes too
 
     result = check_clip_hook(*run_hook(hook))
-    assert not result.ok and "already clipped" in text(result)
+    assert result.messages == [
+        "seen[0] is [-1, 1], already clipped: the hook changed grad in place. Leave its argument "
+        "alone and return a new tensor: grad.clamp(-1, 1)."
+    ]
 
 
 def test_clip_hook_wrong_record_is_named():
@@ -138,7 +230,22 @@ def test_clip_hook_wrong_record_is_named():
         return grad.clamp(-1, 1)
 
     result = check_clip_hook(*run_hook(hook))
-    assert not result.ok and "seen[0] should be the gradient flowing into hidden" in text(result)
+    assert result.messages == [
+        "seen[0] should be the gradient flowing into hidden, 2 * hidden = [-2, 6]; got [4]."
+    ]
+
+
+@pytest.mark.parametrize(
+    ("recorded", "shown"),
+    [(torch.zeros(6), "[0, 0, 0, 0, 0, 0]"), (torch.zeros(7), "a tensor of shape [7]")],
+    ids=["6-shown", "7-by-shape"],
+)
+def test_clip_hook_wrong_record_shows_small_tensors_only(recorded, shown):
+    hidden, W, x, _ = run_hook(lambda grad, seen: grad.clamp(-1, 1))
+    result = check_clip_hook(hidden, W, x, [recorded])
+    assert result.messages == [
+        f"seen[0] should be the gradient flowing into hidden, 2 * hidden = [-2, 6]; got {shown}."
+    ]
 
 
 def test_clip_hook_wrong_clip_range_gives_values():
@@ -153,7 +260,7 @@ def test_clip_hook_wrong_clip_range_gives_values():
 def test_clip_hook_seen_not_a_list():
     hidden, W, x, _ = run_hook(lambda grad, seen: grad.clamp(-1, 1))
     result = check_clip_hook(hidden, W, x, "nothing")
-    assert not result.ok and "seen should be a list" in text(result)
+    assert result.messages == ["seen should be a list, but it is a str."]
 
 
 # Exercise 3: torch.autograd.grad
@@ -164,26 +271,54 @@ def test_autograd_grad_right_answer_passes():
     grads = torch.autograd.grad(loss_of(hidden), [hidden, W])
     result = check_autograd_grad(grads, hidden, W, x)
     assert result.ok, result
+    assert repr(result) == "✅ Both gradients, and W.grad is still None."
+
+
+def test_autograd_grad_judges_values_in_another_float_dtype():
+    W, x, hidden = graph()
+    grads = torch.autograd.grad(loss_of(hidden), [hidden, W])
+    assert check_autograd_grad([g.double() for g in grads], hidden, W, x).ok
 
 
 def test_autograd_grad_placeholder():
     W, x, hidden = graph()
     result = check_autograd_grad(..., hidden, W, x)
-    assert not result.ok and "grads is still `...`" in text(result)
+    assert result.messages == [
+        "grads is still `...`: replace it with torch.autograd.grad(loss, [hidden, W])."
+    ]
 
 
 def test_autograd_grad_swapped_inputs():
     W, x, hidden = graph()
     grads = torch.autograd.grad(loss_of(hidden), [W, hidden])
     result = check_autograd_grad(grads, hidden, W, x)
-    assert not result.ok and "swapped" in text(result)
+    assert result.messages == [
+        "the two gradients are swapped: they come back in the order of the inputs, so ask for "
+        "[hidden, W]."
+    ]
+
+
+def test_autograd_grad_one_gradient_right_is_not_called_swapped():
+    W, x, hidden = graph()
+    grads = torch.autograd.grad(loss_of(hidden), [hidden, hidden])
+    result = check_autograd_grad(grads, hidden, W, x)
+    assert result.messages == ["grads[1] should be d loss/d W = [-2, -4, 6, 12]."]
 
 
 def test_autograd_grad_one_input_only():
     W, x, hidden = graph()
     grads = torch.autograd.grad(loss_of(hidden), hidden)
     result = check_autograd_grad(grads, hidden, W, x)
-    assert not result.ok and "tuple of 1" in text(result)
+    assert result.messages == [
+        "grads is a tuple of 1; torch.autograd.grad(loss, [hidden, W]) returns a tuple of two "
+        "gradients, one per input."
+    ]
+
+
+def test_autograd_grad_a_single_tensor():
+    W, x, hidden = graph()
+    result = check_autograd_grad(hidden.detach(), hidden, W, x)
+    assert result.messages[0].startswith("grads is a Tensor; torch.autograd.grad(")
 
 
 def test_autograd_grad_after_backward_is_named():
@@ -193,8 +328,12 @@ def test_autograd_grad_after_backward_is_named():
     loss.backward(retain_graph=True)
     grads = torch.autograd.grad(loss, [hidden, W])
     result = check_autograd_grad(grads, hidden, W, x)
-    assert not result.ok
-    assert "W.grad is filled" in text(result) and "needs no retain_grad()" in text(result)
+    assert result.messages == [
+        "W.grad is filled: something called backward(). torch.autograd.grad returns the "
+        "gradients and leaves every .grad alone, so no backward() is needed.",
+        "hidden.retains_grad is True: torch.autograd.grad needs no retain_grad(); remove that "
+        "call.",
+    ]
 
 
 def test_autograd_grad_wrong_values():
@@ -215,6 +354,31 @@ def test_checkers_never_raise(check, junk):
     }[check]
     result = check(*args)
     assert not result.ok and result.messages and "❌ Not yet" in repr(result)
+
+
+CHECKERS = {
+    "retain_grad": lambda hidden, W, x: check_retain_grad(hidden, W, x),
+    "clip_hook": lambda hidden, W, x: check_clip_hook(hidden, W, x, []),
+    "autograd_grad": lambda hidden, W, x: check_autograd_grad(
+        (torch.zeros(2), torch.zeros(2, 2)), hidden, W, x
+    ),
+}
+
+
+@pytest.mark.parametrize("check", CHECKERS.values(), ids=CHECKERS.keys())
+def test_checkers_name_the_argument_that_is_not_a_tensor_of_its_shape(check):
+    W, x, hidden = graph()
+    assert check(hidden, 3, x).messages == ["W should be a tensor, but it is a int."]
+    assert check(hidden, W, torch.ones(3)).messages == ["x has shape [3], expected [2]."]
+    assert check(None, W, x).messages == ["hidden should be a tensor, but it is a NoneType."]
+
+
+@pytest.mark.parametrize("check", CHECKERS.values(), ids=CHECKERS.keys())
+def test_checkers_turn_their_own_failure_into_feedback(check):
+    W, x, hidden = graph()
+    result = check(hidden, W.int(), x)  # W @ x fails: an int weight with a float input
+    assert not result.ok and len(result.messages) == 1
+    assert result.messages[0].startswith("Could not check your answer (RuntimeError: ")
 
 
 def test_checkers_never_raise_on_odd_tensors():

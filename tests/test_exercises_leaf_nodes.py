@@ -17,6 +17,16 @@ def text(result):
     return "\n".join(result.messages)
 
 
+@pytest.fixture(autouse=True)
+def one_thread():
+    """Run torch on one thread: the mutation runner (tests/mutate.py) forks a process per
+    mutant, and a child forked after torch started its thread pool (a convolution does) hangs."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 # --- kind_of / check_kinds ----------------------------------------------------------------------
 
 
@@ -60,8 +70,10 @@ def test_spelling_and_case_are_forgiven(tensors):
 def test_placeholders_give_a_friendly_not_yet(tensors):
     result = check_kinds({name: ... for name in tensors}, **tensors)
     assert not result.ok
-    assert "replace the `...`" in text(result) and "p, q, r, s, u, v" in text(result)
-    assert "'non-leaf'" in text(result)
+    assert result.messages == [
+        "replace the `...` with your prediction for: p, q, r, s, u, v",
+        "each answer is one of: 'non-leaf', 'leaf, requires grad', 'leaf, no grad'",
+    ]
 
 
 def test_missing_answer_counts_as_unfilled(tensors):
@@ -72,33 +84,43 @@ def test_missing_answer_counts_as_unfilled(tensors):
 
 def test_operation_result_called_a_leaf_cites_rule_3(tensors):
     result = check_kinds(dict(RIGHT, s="leaf, requires grad"), **tensors)
-    assert not result.ok and len(result.messages) == 1
-    assert "s: you said 'leaf, requires grad'" in text(result)
-    assert "grad_fn=MulBackward0" in text(result) and "rule 3" in text(result)
+    assert not result.ok
+    assert result.messages == [
+        "s: you said 'leaf, requires grad', but s is a non-leaf (grad_fn=MulBackward0): an "
+        "operation made it, and one of its inputs requires grad (rule 3)"
+    ]
 
 
 def test_no_grad_result_called_non_leaf_cites_rule_1(tensors):
     result = check_kinds(dict(RIGHT, v="non-leaf", u="non-leaf"), **tensors)
     assert len(result.messages) == 2
-    assert "v is a leaf that does not require grad" in text(result)
-    assert "rule 1" in text(result) and "torch.no_grad()" in text(result)
-    assert "integer or bool" in text(result)
+    assert result.messages[1] == (
+        "v: you said 'non-leaf', but v is a leaf that does not require grad: every tensor with "
+        "requires_grad=False is a leaf (rule 1), also one made by an operation under "
+        "torch.no_grad(), by detach(), or with an integer or bool result"
+    )
 
 
 def test_parameter_called_no_grad_cites_rule_2(tensors):
     result = check_kinds(dict(RIGHT, p="leaf, no grad"), **tensors)
-    assert "p is a leaf that requires grad" in text(result) and "rule 2" in text(result)
+    assert result.messages == [
+        "p: you said 'leaf, no grad', but p is a leaf that requires grad: you created it with "
+        "requires_grad=True and no operation made it (rule 2)"
+    ]
 
 
 def test_unknown_label_and_unknown_name_are_reported(tensors):
-    result = check_kinds(dict(RIGHT, q="leaf", zz="non-leaf"), **tensors)
-    assert "q: 'leaf' is not one of" in text(result)
-    assert "no tensor called zz" in text(result)
+    result = check_kinds(dict(RIGHT, q="leaf", zz="non-leaf", yy="non-leaf"), **tensors)
+    assert result.messages == [
+        "q: 'leaf' is not one of 'non-leaf', 'leaf, requires grad', 'leaf, no grad'",
+        "no tensor called zz, yy in this exercise",
+    ]
 
 
 def test_answers_must_be_a_dict(tensors):
     result = check_kinds(["non-leaf"], **tensors)
-    assert not result.ok and "should be a dict" in text(result)
+    assert not result.ok
+    assert result.messages == ["answers should be a dict of name -> kind, got list"]
 
 
 # --- check_frozen_conv ---------------------------------------------------------------------------
@@ -134,6 +156,9 @@ def test_frozen_conv_right_answer_passes(x):
     out.sum().backward()
     result = check_frozen_conv(net, out, x)
     assert result.ok, result
+    assert repr(result) == (
+        "✅ Only the linear layer gets .grad, and the convolution is not even recorded."
+    )
     assert net.linear.weight.requires_grad  # the checker changed nothing
     assert torch.equal(net.linear.weight.grad, torch.full((2, 2), 4.5))
 
@@ -142,15 +167,28 @@ def test_frozen_conv_placeholders_give_not_yet(x):
     net = PostNet()
     result = check_frozen_conv(net, ..., x)
     assert not result.ok
-    assert "conv.weight, conv.bias still require grad" in text(result)
-    assert "out is still `...`" in text(result)
+    assert result.messages == [
+        "conv.weight, conv.bias still require grad: switch the flag off with "
+        "requires_grad_(False) (parameters are leaves, so you may)",
+        "out is still `...`: run the net on x",
+    ]
+
+
+def test_frozen_conv_out_must_be_a_tensor(x):
+    net = PostNet()
+    net.conv.requires_grad_(False)
+    result = check_frozen_conv(net, [net(x)], x)
+    assert result.messages == ["out should be the net's output tensor, got list"]
 
 
 def test_freezing_everything_is_reported(x):
     net = PostNet()
     net.requires_grad_(False)
     result = check_frozen_conv(net, net(x), x)
-    assert "linear.weight, linear.bias no longer require grad" in text(result)
+    assert result.messages == [
+        "linear.weight, linear.bias no longer require grad: freeze only the conv layer, the "
+        "linear layer must still learn"
+    ]
 
 
 def test_output_made_under_no_grad_is_reported(x):
@@ -159,12 +197,27 @@ def test_output_made_under_no_grad_is_reported(x):
     with torch.no_grad():
         out = net(x)
     result = check_frozen_conv(net, out, x)
-    assert "out does not require grad" in text(result) and "torch.no_grad()" in text(result)
+    assert result.messages == [
+        "out does not require grad, so backward() cannot run from it: was it computed under "
+        "torch.no_grad()? Freezing happens per parameter, not per forward pass"
+    ]
 
 
 def test_freezing_after_the_forward_pass_is_reported(x):
     net = PostNet()
     out = net(x)
+    net.conv.requires_grad_(False)
+    out.sum().backward()
+    result = check_frozen_conv(net, out, x)
+    assert result.messages == [
+        "out's graph still records the convolution (ConvolutionBackward0): the conv layer was "
+        "frozen after the forward pass. Freeze first, then run the net"
+    ]
+
+
+def test_the_convolution_is_found_below_an_input_without_grad(x):
+    net = PostNet()
+    out = net(x) * torch.tensor(2.0)  # MulBackward0 lists (None, 0) for the constant first
     net.conv.requires_grad_(False)
     out.sum().backward()
     result = check_frozen_conv(net, out, x)
@@ -177,14 +230,19 @@ def test_freezing_after_backward_is_reported(x):
     net.conv.requires_grad_(False)
     out = net(x)
     result = check_frozen_conv(net, out, x)
-    assert "conv.weight.grad, conv.bias.grad is filled" in text(result)
+    assert result.messages == [
+        "conv.weight.grad, conv.bias.grad is filled: backward() ran before the layer was "
+        "frozen. Start again from a fresh net and freeze first"
+    ]
 
 
 def test_missing_backward_is_reported(x):
     net = PostNet()
     net.conv.requires_grad_(False)
     result = check_frozen_conv(net, net(x), x)
-    assert "linear.weight.grad, linear.bias.grad is None" in text(result)
+    assert result.messages == [
+        "linear.weight.grad, linear.bias.grad is None: call backward() on out.sum()"
+    ]
 
 
 def test_backward_twice_is_reported_as_accumulation(x):
@@ -194,7 +252,34 @@ def test_backward_twice_is_reported_as_accumulation(x):
     out.sum().backward(retain_graph=True)
     out.sum().backward()
     result = check_frozen_conv(net, out, x)
-    assert "linear.weight.grad is 2 times" in text(result) and "accumulates" in text(result)
+    assert result.messages == [  # bias.grad is 2 * ones: the factor is read off any layout
+        f"linear.{name}.grad is 2 times d(out.sum())/d(linear.{name}): .grad accumulates, so "
+        "backward() ran 2 times. Start again from a fresh net and run it once"
+        for name in ("weight", "bias")
+    ]
+
+
+def test_backward_three_times_is_counted(x):
+    net = PostNet()
+    net.conv.requires_grad_(False)
+    out = net(x)
+    for _ in range(3):
+        out.sum().backward(retain_graph=True)
+    result = check_frozen_conv(net, out, x)
+    assert "linear.weight.grad is 3 times" in text(result) and "ran 3 times" in text(result)
+
+
+def test_a_gradient_that_is_not_a_multiple_is_not_called_accumulated(x):
+    net = PostNet()
+    net.conv.requires_grad_(False)
+    out = net(x)
+    out.sum().backward()
+    with torch.no_grad():
+        net.linear.weight.grad[0, 0] += 4.5  # 2x in one place only
+    result = check_frozen_conv(net, out, x)
+    assert result.messages == [
+        "linear.weight.grad is not d(out.sum())/d(linear.weight): call backward() on out.sum()"
+    ]
 
 
 def test_backward_from_another_loss_is_reported(x):
@@ -203,7 +288,10 @@ def test_backward_from_another_loss_is_reported(x):
     out = net(x)
     (out**2).sum().backward()
     result = check_frozen_conv(net, out, x)
-    assert "linear.weight.grad is not d(out.sum())/d(linear.weight)" in text(result)
+    assert result.messages == [
+        f"linear.{name}.grad is not d(out.sum())/d(linear.{name}): call backward() on out.sum()"
+        for name in ("weight", "bias")
+    ]
 
 
 # --- check_leaves_of -----------------------------------------------------------------------------
@@ -225,7 +313,39 @@ def right_leaves_of(t):
 
 
 def test_right_walk_passes():
-    assert check_leaves_of(right_leaves_of).ok
+    result = check_leaves_of(right_leaves_of)
+    assert result.ok
+    assert repr(result) == "✅ leaves_of finds every leaf backward() fills, once each."
+
+
+def test_the_graphs_are_the_ones_the_messages_describe():
+    roots = []
+
+    def spy(t):
+        roots.append(t)
+        raise ValueError("spy")
+
+    described = [m.split(", leaves_of raised")[0] for m in check_leaves_of(spy).messages]
+    w, a, b, x = (torch.tensor(v) for v in ([0.5, -1.0], [2.0, 3.0], [1.0, 4.0], [1.0, 2.0]))
+    expected = {  # description -> (the value it promises, does it require grad)
+        "on y = (w * x).sum()": ((w * x).sum(), True),
+        "on y = w * w + w (w used three times)": (w * w + w, True),
+        "on y = (a * b + a * x).sum()": ((a * b + a * x).sum(), True),
+        "on w itself (a leaf that requires grad)": (w, True),
+        "on x itself (requires_grad=False)": (x, False),
+        "on y = w.detach() * 2 (no graph at all)": (w * 2, False),
+    }
+    assert described == list(expected)
+    for root, (value, requires_grad) in zip(roots, expected.values(), strict=True):
+        assert torch.equal(root.detach(), value) and root.requires_grad == requires_grad
+
+
+def test_an_error_is_reported_for_every_graph():
+    result = check_leaves_of(lambda t: 1 / 0)
+    assert len(result.messages) == 6
+    assert result.messages[0] == (
+        "on y = (w * x).sum(), leaves_of raised ZeroDivisionError: division by zero"
+    )
 
 
 def test_placeholder_function_gives_not_yet():
@@ -236,7 +356,7 @@ def test_placeholder_function_gives_not_yet():
 
 
 def test_not_a_function():
-    assert "should be a function" in text(check_leaves_of(...))
+    assert check_leaves_of(...).messages == ["leaves_of should be a function, got ellipsis"]
 
 
 def test_forgetting_none_entries_gives_a_hint():
@@ -252,7 +372,11 @@ def test_forgetting_none_entries_gives_a_hint():
         return found
 
     result = check_leaves_of(leaves_of)
-    assert "raised AttributeError" in text(result) and "(None, 0)" in text(result)
+    assert result.messages[0] == (
+        "on y = (w * x).sum(), leaves_of raised AttributeError: 'NoneType' object has no "
+        "attribute 'next_functions'. Hint: an entry of next_functions is (None, 0) for an input "
+        "that does not require grad; skip it"
+    )
 
 
 def test_no_deduplication_is_reported():
@@ -270,9 +394,18 @@ def test_no_deduplication_is_reported():
         return found
 
     result = check_leaves_of(leaves_of)
-    assert "lists w more than once" in text(result) and "visited" in text(result)
-    assert "lists a more than once" in text(result)
-    assert len(result.messages) == 2  # only the graphs that use a leaf several times
+    assert result.messages == [  # only the graphs that use a leaf several times
+        f"on {what}, leaves_of lists {leaf} more than once: a leaf used several times is still "
+        "one tensor; remember which nodes you have visited"
+        for what, leaf in [("y = w * w + w (w used three times)", "w"),
+                           ("y = (a * b + a * x).sum()", "a")]
+    ]
+
+
+def test_every_leaf_listed_twice_is_named():
+    result = check_leaves_of(lambda t: right_leaves_of(t) * 2)
+    assert len(result.messages) == 4  # x and y have no leaves to list twice
+    assert "on y = (a * b + a * x).sum(), leaves_of lists a, b more than once" in text(result)
 
 
 def test_returning_nodes_instead_of_tensors_is_reported():
@@ -282,7 +415,15 @@ def test_returning_nodes_instead_of_tensors_is_reported():
         return [n for n, _ in t.grad_fn.next_functions if hasattr(n, "variable")]
 
     result = check_leaves_of(leaves_of)
-    assert "returned backward functions" in text(result) and ".variable" in text(result)
+    assert result.messages == [
+        "on y = (w * x).sum(), leaves_of misses w",
+        "on y = w * w + w (w used three times), leaves_of returned backward functions (such as "
+        "AccumulateGrad); return the leaf tensors: an AccumulateGrad node keeps its leaf in "
+        ".variable",
+        "on y = (a * b + a * x).sum(), leaves_of misses a, b",
+        "on w itself (a leaf that requires grad), leaves_of misses w: it has no grad_fn, but a "
+        "leaf that requires grad is its own leaf",
+    ]
 
 
 def test_forgetting_a_leaf_root_is_reported():
@@ -301,8 +442,20 @@ def test_returning_a_tensor_without_grad_is_reported():
         return [t] if t.grad_fn is None else right_leaves_of(t)
 
     result = check_leaves_of(leaves_of)
-    assert "on x itself (requires_grad=False)" in text(result)
-    assert "would not fill (x)" in text(result) and "only leaves that require grad" in text(result)
+    assert result.messages == [
+        f"on {what}, leaves_of returned 1 tensor(s) that backward() would not fill ({name}): "
+        "only leaves that require grad get .grad"
+        for what, name in [("x itself (requires_grad=False)", "x"),
+                           ("y = w.detach() * 2 (no graph at all)", "y")]
+    ]
+
+
+def test_a_tensor_from_elsewhere_is_described_by_its_shape():
+    result = check_leaves_of(lambda t: [torch.ones(3, requires_grad=True)])
+    assert result.messages[1] == (
+        "on y = (w * x).sum(), leaves_of returned 1 tensor(s) that backward() would not fill "
+        "(a tensor of shape [3]): only leaves that require grad get .grad"
+    )
 
 
 def test_only_the_first_level_is_reported_as_missing_leaves():
@@ -312,10 +465,21 @@ def test_only_the_first_level_is_reported_as_missing_leaves():
         return [n.variable for n, _ in t.grad_fn.next_functions if hasattr(n, "variable")]
 
     result = check_leaves_of(leaves_of)
-    assert "on y = (w * x).sum(), leaves_of misses w" in text(result)
-    assert "misses a, b" in text(result)
+    assert result.messages == [
+        "on y = (w * x).sum(), leaves_of misses w",
+        "on y = (a * b + a * x).sum(), leaves_of misses a, b",
+    ]
 
 
-def test_wrong_return_type_is_reported():
+def test_wrong_return_type_is_reported_for_every_graph():
     result = check_leaves_of(lambda t: {"w": t})
-    assert "returned a dict; return a list of tensors" in text(result)
+    assert len(result.messages) == 6
+    assert result.messages[0] == (
+        "on y = (w * x).sum(), leaves_of returned a dict; return a list of tensors"
+    )
+
+
+def test_items_that_are_not_tensors_are_named_for_every_graph():
+    result = check_leaves_of(lambda t: [1, "w"])
+    assert len(result.messages) == 6
+    assert result.messages[0] == "on y = (w * x).sum(), leaves_of returned int, str; return tensors"

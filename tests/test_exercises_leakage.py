@@ -104,9 +104,101 @@ def test_wrong_answers_get_their_message(clip, message):
     assert re.search(message, text(result)), text(result)
 
 
+def raises_without_a_message(grad, max_norm):
+    raise ValueError()
+
+
+def raises_two_lines(grad, max_norm):
+    raise ValueError("first line\nsecond line")
+
+
+def stretches_short_rows_a_little(grad, max_norm):
+    norms = grad.norm(dim=1, keepdim=True)
+    return torch.where(norms > max_norm, solution(grad, max_norm), grad * 1.2345)
+
+
+IN_FULL = [
+    ("placeholder", lambda g, c: ..., "clip_rows still returns `...`: return the clipped gradient"),
+    (
+        "no return",
+        lambda g, c: None,
+        "clip_rows returned None: end it with `return` and the clipped gradient",
+    ),
+    (
+        "clamps each number",
+        lambda g, c: g.clamp(-c, c),
+        "you clamped each number to [-1, 1]: row [-6.0, 8.0] became [-1.0, 1.0], which points in "
+        "another direction. Scale each whole row by max_norm / its norm",
+    ),
+    (
+        "one factor for the batch",
+        lambda g, c: g * min(1.0, c / float(g.norm())),
+        "you scaled the whole batch by one factor (like torch.nn.utils.clip_grad_norm_): clip "
+        "each row, each example, on its own, with norms over dim=1",
+    ),
+    (
+        "norms over dim 0",
+        lambda g, c: g * (c / g.norm(dim=0, keepdim=True)).clamp(max=1.0),
+        "you took the norms over dim=0, one per feature across the batch; each example is a row: "
+        "grad.norm(dim=1, keepdim=True)",
+    ),
+    (
+        "stretches short rows",  # numbers shown to 3 decimals
+        stretches_short_rows_a_little,
+        "rows shorter than max_norm changed: row [0.3, 0.4] (length 0.5) became [0.37, 0.494]. "
+        "Clipping only shrinks long rows: cap the scale factor at 1 (.clamp(max=1.0))",
+    ),
+    (
+        "NaN for the zero row",
+        lambda g, c: g / g.norm(dim=1, keepdim=True) * g.norm(dim=1, keepdim=True).clamp(max=c),
+        "a row of zeros became NaN (0 / 0 when dividing by its length 0): compute the factor "
+        "max_norm / norm and cap it with .clamp(max=1.0), which turns inf into 1, or leave zero "
+        "rows alone",
+    ),
+    (
+        "returns the norms",
+        lambda g, c: g.norm(dim=1).clamp(max=c),
+        "clip_rows(grad, 1) returned shape [4] for a gradient of shape [4, 2]: that looks like "
+        "one number per row, e.g. the lengths; return the clipped rows",
+    ),
+    (
+        "flattens",
+        lambda g, c: solution(g, c).flatten(),
+        "clip_rows(grad, 1) returned shape [8] for a gradient of shape [4, 2]",
+    ),
+    (
+        "slightly short",  # numbers shown to 3 decimals
+        lambda g, c: solution(g, c) * 0.9001,
+        "for max_norm=1 the rows should be [[0.6, 0.8], [0.3, 0.4], [0.0, 0.0], [-0.6, 0.8]], "
+        "got [[0.54, 0.72], [0.27, 0.36], [0.0, 0.0], [-0.54, 0.72]] (row lengths "
+        "[0.9, 0.45, 0.0, 0.9])",
+    ),
+    ("error without a message", raises_without_a_message, "clip_rows(grad, 1) raised ValueError: "),
+    ("error of two lines", raises_two_lines, "clip_rows(grad, 1) raised ValueError: first line"),
+]
+
+
+@pytest.mark.parametrize(("clip", "message"), [w[1:] for w in IN_FULL], ids=[w[0] for w in IN_FULL])
+def test_messages_in_full(clip, message):
+    assert check_clip(clip).messages == [message]
+
+
+def test_in_place_change_is_named_in_full():
+    result = check_clip(lambda g, c: g.mul_((c / g.norm(dim=1, keepdim=True)).clamp(max=1.0)))
+    assert result.messages == [
+        "clip_rows changed the gradient it was given (in place, e.g. with mul_ or grad[...] = "
+        "...); return a new tensor and leave the input alone"
+    ]
+
+
+def test_a_zero_row_must_stay_zero_within_1e_9():
+    assert check_clip(lambda g, c: solution(g, c) + 5e-10).ok
+    assert not check_clip(lambda g, c: solution(g, c) + 5e-9).ok
+
+
 def test_not_a_function():
-    assert "still `...`" in text(check_clip(...))
-    assert "is a int, not a function" in text(check_clip(3))
+    assert check_clip(...).messages == ["clip_rows is still `...`: define it as a function"]
+    assert check_clip(3).messages == ["clip_rows is a int, not a function"]
 
 
 def test_the_cases_are_not_changed_by_a_checker_run():

@@ -206,3 +206,316 @@ def test_long_graphs_text_is_capped_in_lines_and_in_depth():
 def test_short_graphs_text_is_not_cut():
     lines = show_graph(long_chain(10)).text().splitlines()
     assert len(lines) == 1 + 13 and not any("not shown as text" in line for line in lines)
+
+
+# --- the graph as data: nodes, labels, shapes, edges ------------------------------------------
+
+Node, Edge = graph_module.GraphNode, graph_module.GraphEdge
+
+
+def exp_of_product():
+    w = torch.tensor([1.0, 2.0], requires_grad=True)
+    x = torch.tensor([3.0, 4.0], requires_grad=True)
+    return w, x, (w * x).exp().sum()
+
+
+def test_saved_tensors_are_nodes_named_by_slot_and_by_params():
+    w, x, y = exp_of_product()
+    data = autograd_graph(y, params={"w": w, "x": x}, show_saved=True)
+    assert data.nodes == [
+        Node("n0", "output", "()", ()),
+        Node("n1", "function", "SumBackward0"),
+        Node("n2", "function", "ExpBackward0"),
+        Node("n3", "saved", "result\n(2)", (2,)),
+        Node("n4", "function", "MulBackward0"),
+        Node("n5", "saved", "other = x\n(2)", (2,)),
+        Node("n6", "saved", "self = w\n(2)", (2,)),
+        Node("n7", "function", "AccumulateGrad"),
+        Node("n8", "function", "AccumulateGrad"),
+        Node("n9", "leaf", "w\n(2)", (2,)),
+        Node("n10", "leaf", "x\n(2)", (2,)),
+    ]
+    assert data.edges == [
+        Edge("n2", "n1"),
+        Edge("n2", "n3", "saved"),
+        Edge("n4", "n2"),
+        Edge("n4", "n5", "saved"),
+        Edge("n4", "n6", "saved"),
+        Edge("n7", "n4"),
+        Edge("n8", "n4"),
+        Edge("n9", "n7"),
+        Edge("n10", "n8"),
+        Edge("n1", "n0"),
+    ]
+    assert data.roots == ["n0"]
+    assert data.kinds() == {"output": 1, "function": 5, "saved": 3, "leaf": 2}
+
+
+def test_each_node_id_leads_back_to_its_torch_object():
+    w, x, y = exp_of_product()
+    data = autograd_graph(y, show_saved=True)
+    assert data.objects["n0"] is y and data.objects["n1"] is y.grad_fn
+    assert data.objects["n9"] is w and data.objects["n10"] is x
+    torch.testing.assert_close(data.objects["n3"], (w * x).exp().detach())
+    assert data.node("n4").label == "MulBackward0"
+    with pytest.raises(KeyError) as err:
+        data.node("n99")
+    assert err.value.args[0] == "no node 'n99' in this graph"
+
+
+def test_every_saved_slot_gets_its_own_node():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Tanh(), torch.nn.Linear(4, 2))
+    loss = model(torch.ones(5, 3)).pow(2).mean()
+    saved = [
+        n.label.split("\n")[0]
+        for n in autograd_graph(loss, show_saved=True).nodes
+        if n.kind == "saved"
+    ]
+    # the first layer's input needs no grad, so its mat2 is not saved
+    assert saved == ["self", "mat1", "mat2", "result", "mat1"]
+
+
+def test_a_tuple_of_saved_tensors_is_numbered():
+    w = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = w[torch.tensor([0, 2])].sum()
+    saved = [n for n in autograd_graph(y, show_saved=True).nodes if n.kind == "saved"]
+    assert saved == [Node("n3", "saved", "indices[0]\n(2)", (2,))]
+
+
+def test_a_freed_saved_tensor_stays_as_a_freed_node():
+    w = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = w.exp().sum()
+    y.backward()
+    data = autograd_graph(y, show_saved=True)
+    assert data.nodes[3] == Node("n3", "freed", "result\n[freed]")
+    assert Edge("n2", "n3", "saved") in data.edges
+
+
+def test_every_freed_slot_of_a_function_gets_its_own_node():
+    w, x, _ = exp_of_product()
+    y = (w * x).sum()
+    y.backward()
+    freed = [n for n in autograd_graph(y, show_saved=True).nodes if n.kind == "freed"]
+    assert [n.label for n in freed] == ["other\n[freed]", "self\n[freed]"]
+    assert freed[0].id != freed[1].id
+
+
+def test_a_root_is_drawn_once_and_a_root_without_history_says_why():
+    w = torch.ones(2, requires_grad=True)
+    y = (w * 2).sum()
+    assert autograd_graph(y, y).roots == ["n0"]
+    assert autograd_graph(w).nodes == [Node("n0", "output", "(2)\n[leaf, requires_grad]", (2,))]
+    plain = autograd_graph(torch.zeros(2, 3), params={"z": torch.zeros(1)})
+    assert plain.nodes == [Node("n0", "output", "(2, 3)\n[no graph: requires_grad=False]", (2, 3))]
+
+
+def test_a_shared_function_is_walked_once_and_the_walk_goes_on():
+    w = torch.tensor([1.0, 2.0], requires_grad=True)
+    x = torch.tensor([3.0, 4.0], requires_grad=True)
+    h = w * 2
+    text = show_graph((h + h.exp()) + x, params={"w": w, "x": x}).text()
+    assert text == "\n".join(
+        [
+            "autograd graph: 9 nodes, 9 edges (6 function, 2 leaf, 1 output)",
+            "(2)  <output>",
+            "└── AddBackward0  <function>",
+            "    ├── AddBackward0  <function>",
+            "    │   ├── MulBackward0  <function>",
+            "    │   │   └── AccumulateGrad  <function>",
+            "    │   │       └── w (2)  <leaf>",
+            "    │   └── ExpBackward0  <function>",
+            "    │       └── MulBackward0  <function>  (see above)",
+            "    └── AccumulateGrad  <function>",
+            "        └── x (2)  <leaf>",
+        ]
+    )
+
+
+def test_a_view_links_to_its_base_and_the_base_to_its_history():
+    w = torch.ones(3, requires_grad=True)
+    data = autograd_graph((w * 2)[:2])
+    assert data.nodes == [
+        Node("n0", "output", "(2)", (2,)),
+        Node("n1", "function", "SliceBackward0"),
+        Node("n2", "function", "MulBackward0"),
+        Node("n3", "function", "AccumulateGrad"),
+        Node("n4", "leaf", "(3)", (3,)),
+        Node("n5", "view_base", "(3)", (3,)),
+    ]
+    assert data.edges[-2:] == [Edge("n5", "n0", "view"), Edge("n2", "n5")]
+    assert show_graph((w * 2)[:2]).text() == "\n".join(
+        [
+            "autograd graph: 6 nodes, 6 edges (3 function, 1 leaf, 1 output, 1 view_base)",
+            "(2)  <output>",
+            "├── SliceBackward0  <function>",
+            "│   └── MulBackward0  <function>",
+            "│       └── AccumulateGrad  <function>",
+            "│           └── (3)  <leaf>",
+            "└── view of (3)  <view_base>",
+            "    └── MulBackward0  <function>  (see above)",
+        ]
+    )
+
+
+def test_a_base_already_in_the_graph_is_not_drawn_twice():
+    w = torch.ones(2, requires_grad=True)
+    leaf_view = autograd_graph(w[:1])  # the base is the leaf itself
+    assert leaf_view.edges[-1] == Edge("n3", "n0", "view") and len(leaf_view.nodes) == 4
+    h = w * 2
+    data = autograd_graph(h, h[:1])  # the base is the first root
+    assert [n.kind for n in data.nodes] == [
+        "output",
+        "function",
+        "function",
+        "leaf",
+        "output",
+        "function",
+    ]
+    assert data.edges[-1] == Edge("n0", "n4", "view")
+    assert data.edges.count(Edge("n1", "n0")) == 1
+
+
+def test_text_shows_saved_and_freed_tensors_under_their_function():
+    w, x, y = exp_of_product()
+    text = show_graph(y, params={"w": w, "x": x}, show_saved=True).text()
+    assert text.splitlines()[:7] == [
+        "autograd graph: 11 nodes, 10 edges (5 function, 2 leaf, 1 output, 3 saved)",
+        "()  <output>",
+        "└── SumBackward0  <function>",
+        "    └── ExpBackward0  <function>",
+        "        ├── saved result (2)  <saved>",
+        "        └── MulBackward0  <function>",
+        "            ├── saved other = x (2)  <saved>",
+    ]
+    y.backward()
+    assert "        ├── saved result [freed]  <freed>" in show_graph(y, show_saved=True).text()
+
+
+# --- the picture: what each look means ------------------------------------------------------
+
+
+def _statements(graph):
+    """DOT statements of the graph's body: node id or (src, dst) -> its attributes."""
+    found = {}
+    for line in graph.body:
+        m = re.fullmatch(r"\s*(\S+)(?: -> (\S+))?(?: \[(.*)\])?\s*", line, re.S)
+        if not m:
+            continue
+        attrs = dict(re.findall(r'(\w+)=("[^"]*"|<<.*>>|\S+)', m.group(3) or "", re.S))
+        found[(m.group(1), m.group(2)) if m.group(2) else m.group(1)] = attrs
+    return found
+
+
+def test_saved_edges_are_undirected_orange_and_view_edges_dotted():
+    w, _, y = exp_of_product()
+    dot = _statements(show_graph(y, show_saved=True))
+    assert dot[("n2", "n3")] == {"dir": "none", "color": "darkorange"}
+    assert dot[("n2", "n1")] == {}
+    view = _statements(show_graph((w * 2)[:1]))
+    assert view[("n5", "n0")] == {"style": "dotted"}
+
+
+def test_each_kind_has_the_fill_colour_its_legend_swatch_shows():
+    w = torch.ones(3, requires_grad=True)
+    v = (w * 2)[:2]
+    y = v.exp().sum()
+    y.backward()
+    graph = show_graph(y, v, show_saved=True)
+    dot = _statements(graph)
+    legend = dot.pop("legend")["label"]
+    swatches = re.findall(
+        r'BGCOLOR="(\w+)" WIDTH="14"( STYLE="dashed")?></TD><TD[^>]*>([^<]*)<', legend
+    )
+    kinds = [k for k in graph_module.LEGEND if k in graph.data.kinds()]
+    assert kinds == ["output", "function", "leaf", "freed", "view_base"]
+    assert [(colour, text) for colour, _, text in swatches] == [
+        (graph_module.COLOURS[k], graph_module.LEGEND[k]) for k in kinds
+    ]
+    assert [bool(dashed) for _, dashed, _ in swatches] == [k == "freed" for k in kinds]
+    for n in graph.data.nodes:
+        assert dot[n.id]["fillcolor"] == graph_module.COLOURS[n.kind]
+        assert (dot[n.id].get("style") == "dashed") == (n.kind == "freed")
+
+
+def test_nodes_are_filled_so_their_colours_show_and_the_legend_is_a_bare_table():
+    graph = show_graph(torch.ones(2, requires_grad=True).exp().sum())
+    assert re.search(r"^\s*node \[.*\bstyle=filled\b.*\]$", graph.source, re.M)
+    legend = _statements(graph)["legend"]
+    # no box and no fill around the table: it must not look like a node of the graph
+    assert legend["shape"] == "plaintext" and legend["style"] == '""'
+    assert re.fullmatch(
+        r"<<TABLE [^>]*>(<TR>(<TD[^>]*>[^<]*</TD>){2}</TR>){3}</TABLE>>", legend["label"]
+    )
+
+
+def test_highlighted_and_dimmed_nodes_stand_out_from_the_rest():
+    y = torch.ones(2, requires_grad=True).exp().sum()
+    data = autograd_graph(y)
+    dot = _statements(graph_module.AutogradGraph(data, highlight=["n1"], dimmed=["n2"]))
+    assert "penwidth" in dot["n1"] and "color" in dot["n1"]
+    assert dot["n2"]["style"] == '"filled,dashed"' and "fontcolor" in dot["n2"]
+    for plain in ("n0", "n3", "n4"):
+        assert set(dot[plain]) == {"label", "fillcolor"}
+    assert "legend" in dot  # a legend unless asked not to
+
+
+def test_show_graph_options_title_legend_and_saved():
+    y = torch.ones(2, requires_grad=True).exp().sum()
+    plain = show_graph(y)
+    assert "legend" in _statements(plain) and "saved" not in plain.data.kinds()
+    assert "labelloc" not in plain.source  # no title
+    assert "legend" not in _statements(show_graph(y, legend=False))
+    assert "saved" in show_graph(y, show_saved=True).data.kinds()
+    titled = show_graph(y, title="exp, then sum")
+    assert re.search(r'^\s*fontsize=12 label="exp, then sum" labelloc=t$', titled.source, re.M)
+    assert titled.source.startswith("digraph autograd_graph {")
+
+
+# --- messages -------------------------------------------------------------------------------
+
+
+def test_missing_dot_message_says_what_to_install():
+    assert graph_module.missing_dot_message() == (
+        "Graph picture unavailable: graphviz's `dot` program is not installed, so here is the "
+        "graph as text.\nInstall it, then restart the kernel:\n"
+        "  Debian/Ubuntu: sudo apt-get install graphviz\n"
+        "  macOS:         brew install graphviz\n"
+        "  conda:         conda install -c conda-forge python-graphviz"
+    )
+
+
+def test_a_bad_root_is_shown_and_a_long_one_cut():
+    with pytest.raises(TypeError) as err:
+        autograd_graph(torch.ones(1), "y")
+    assert str(err.value) == (
+        "autograd_graph() expects tensors; argument 2 is a str ('y'). "
+        "Pass the tensor whose graph you want, e.g. autograd_graph(loss)"
+    )
+    forty = "x" * 38  # repr adds the quotes: 40 characters, shown whole
+    with pytest.raises(TypeError, match=re.escape(f"({forty!r})")):
+        show_graph(forty)
+    with pytest.raises(TypeError) as long:
+        show_graph("x" * 39)
+    assert "is a str ('" + "x" * 36 + "...)" in str(long.value)
+    with pytest.raises(TypeError) as none:
+        autograd_graph()
+    assert str(none.value) == (
+        "autograd_graph() needs at least one tensor, e.g. autograd_graph(loss)"
+    )
+
+
+def test_bad_params_messages_show_an_example():
+    y = torch.ones(2, requires_grad=True).sum()
+    with pytest.raises(TypeError) as kind:
+        show_graph(y, params=[1, 2])
+    assert str(kind.value) == (
+        "params must be a dict of name -> tensor or an nn.Module, got list; "
+        "e.g. show_graph(loss, params=model) or params={'w': w}"
+    )
+    with pytest.raises(TypeError) as value:
+        show_graph(y, params={"w": 3})
+    assert str(value.value) == (
+        "params['w'] is a int, not a tensor; params names tensors in the graph, "
+        "e.g. params=dict(model.named_parameters()) or params={'x': x, 'loss': loss}"
+    )

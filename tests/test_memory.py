@@ -5,6 +5,7 @@ import torch
 from torch import nn
 
 from helpers.memory import (
+    SavedTensor,
     saved_in_graph,
     saved_table,
     saved_tensor_bytes,
@@ -152,3 +153,69 @@ def test_post_network_saves_six_tensors_and_backward_frees_all():
     assert len(saved_in_graph(loss)) == 6
     loss.backward()
     assert saved_in_graph(loss) == []
+
+
+def test_saved_table_text_a_learner_reads():
+    w = torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], requires_grad=True)
+    x = torch.full((3,), 2.0)
+    loss = (w * x).exp().sum()
+    table = saved_table(saved_in_graph(loss, known={"x": x}), title="w * x, then exp")
+    assert repr(table) == "\n".join(
+        [
+            "w * x, then exp",
+            "saved by      slot    shape   dtype    storage  new bytes  held by",
+            "------------  ------  ------  -------  -------  ---------  ----------",
+            "ExpBackward0  result  (2, 3)  float32  #0       24         graph only",
+            "MulBackward0  other   (3)     float32  #1       12         x",
+            "total 36 bytes in 2 storages; 24 bytes held by the graph only",
+        ]
+    )
+
+
+def test_tracked_records_have_no_function_so_the_table_shows_question_marks():
+    w = torch.ones(2, 3, requires_grad=True)
+    x = torch.full((3,), 2.0, dtype=torch.float64)
+    with track_saved({"x": x}) as log:
+        (w * x).sum()
+    assert log.records == [SavedTensor((3,), "float64", 24, 0, "x")]
+    assert saved_table(log.records).rows == [
+        {
+            "saved by": "?",
+            "slot": "?",
+            "shape": "(3)",
+            "dtype": "float64",
+            "storage": "#0",
+            "new bytes": "24",
+            "held by": "x",
+        }
+    ]
+
+
+def test_storages_are_numbered_from_zero_in_the_order_first_saved():
+    a = torch.ones(2, requires_grad=True)
+    b = torch.ones(3, requires_grad=True)
+    with track_saved() as log:
+        out = (a * a).sum() * (b * b).sum()
+    assert [r.storage for r in log.records] == [0, 0, 1, 1, 2, 3]
+    assert [s.storage for s in saved_in_graph(out)] == [0, 1, 2, 2, 3, 3]
+
+
+def test_tensors_without_a_storage_each_count_alone_at_their_dense_size():
+    s = torch.tensor([[0.0, 2.0], [0.0, 0.0]]).to_sparse()
+    d = torch.ones(2, 3, requires_grad=True)
+    out = torch.sparse.mm(s, d) + torch.sparse.mm(s * 1, d)
+    saved = saved_in_graph(out)
+    assert [(x.slot, x.nbytes, x.storage) for x in saved] == [("mat1", 16, 0), ("mat1", 16, 1)]
+    assert saved_tensor_bytes(lambda: torch.sparse.mm(s, d))["bytes"] == 16
+    empty = torch.ones(0, requires_grad=True)
+    assert [x.storage for x in saved_in_graph(empty * empty)] == [0, 1]
+
+
+def test_bad_known_message_shows_an_example():
+    with pytest.raises(TypeError) as err:
+        with track_saved(known=[1]):
+            pass
+    assert str(err.value) == (
+        "known must be a dict of name -> tensor or an nn.Module, got list; "
+        "e.g. known={'x': x, **dict(model.named_parameters())}"
+    )

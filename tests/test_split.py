@@ -18,12 +18,14 @@ from helpers import split
 from helpers.graph import show_graph
 from helpers.params import param_diff, snapshot
 from helpers.split import (
+    PARTIES,
     POST_INPUT,
     POST_LABEL,
     POST_SEED,
     TOKEN_TARGET,
     SplitModels,
     SplitResult,
+    arrangement_table,
     build_models,
     changed_models,
     clone_models,
@@ -34,6 +36,7 @@ from helpers.split import (
     load_parameters,
     make_one_optimizer,
     make_optimizers,
+    model_table,
     models_with_grad,
     post_tensors,
     run_split,
@@ -472,6 +475,44 @@ def test_clone_and_load_parameters():
     assert all_same(compare_models(m, other, what="param"))
     with pytest.raises(ValueError, match="parameter names differ"):
         load_parameters(fresh(), {"model1.embed.weight": torch.zeros(10, 6)})
+
+
+def test_model_table_lists_each_party_its_layers_and_parameters():
+    table = model_table(fresh())
+    assert table.columns == ["model", "party", "layers", "parameters"]
+    assert table.column("party") == list(PARTIES)
+    assert table.row("model1") == {
+        "model": "model1",
+        "party": "client (holds the input)",
+        "layers": "Embedding → Linear",
+        "parameters": "embed.weight [10, 6], layer.weight [6, 6], layer.bias [6]",
+    }
+    assert table.row("model3")["parameters"] == "layer.weight [3, 6], layer.bias [3]"
+    narrow = model_table(fresh(dims=(10, 6, 4, 3)), parties=["a", "b", "c"])
+    assert narrow.column("party") == ["a", "b", "c"]
+    assert narrow.row("model2")["parameters"] == "layer.weight [4, 6], layer.bias [4]"
+    with pytest.raises(ValueError, match="one party per model"):
+        model_table(fresh(), parties=["client"])
+
+
+def test_arrangement_table_says_which_models_moved_and_whether_it_is_the_reference():
+    start = snapshot(fresh().named_parameters())
+    reference = fresh()
+    run_split(reference, *post_tensors(), make_optimizers(reference))
+    alone, untouched = fresh(), fresh()
+    run_split(alone, *post_tensors(), [None, None, make_one_optimizer(alone)])
+    post = fresh()
+    run_split(post, *post_tensors(), make_optimizers(post))
+    table = arrangement_table(
+        {"post": post, "alone": alone, "nothing": untouched}, start, reference
+    )
+    assert table.columns == ["arrangement", "models changed", "same as one Adam per model"]
+    assert table.column("models changed") == ["model1, model2, model3", "model3", "none"]
+    assert table.column("same as one Adam per model") == [True, False, False]
+    named = arrangement_table({"post": post}, start, reference, reference_name="the post")
+    assert named.columns[-1] == "same as the post"
+    with pytest.raises(TypeError, match="not SplitModels"):
+        arrangement_table({"x": post.model1}, start, reference)
 
 
 # --- pictures -------------------------------------------------------------------------------------

@@ -68,3 +68,50 @@ def test_select_keeps_the_name_column_and_rejects_unknown_columns():
     assert table.columns == ["tensor", "is_leaf"] and table.row("w")["is_leaf"] is True
     with pytest.raises(KeyError, match="no column"):
         table.select("colour")
+
+
+def test_a_zero_dim_tensor_is_shown_as_scalar_and_a_leaf_has_no_grad_fn():
+    loss = torch.tensor(2.0)
+    table = tensor_state(loss=loss, v=torch.zeros(2, 3))
+    assert table.row("loss")["shape"] == "scalar"
+    assert table.row("v")["shape"] == "[2, 3]"
+    assert table.row("loss")["grad_fn"] is None
+
+
+def test_every_tensor_sharing_a_storage_is_listed():
+    a = torch.tensor(2.0)  # one element: a scalar still has a storage to share
+    table = tensor_state(a=a, b=a.detach(), c=a.view(1))
+    assert table.row("a")["shares storage with"] == "b, c"
+    assert table.row("c")["shares storage with"] == "a, b"
+
+
+def test_empty_tensors_share_no_storage():
+    # every empty tensor's storage starts at address 0: not a shared storage
+    table = tensor_state(e=torch.empty(0), f=torch.empty(0))
+    assert table.column("shares storage with") == ["-", "-"]
+
+
+def test_a_sparse_tensor_has_no_storage_to_share():
+    s = torch.tensor([0.0, 1.0, 0.0]).to_sparse()
+    table = tensor_state(s=s, d=torch.zeros(3))
+    assert table.row("s")["shares storage with"] == "-"
+    assert table.row("s")["shape"] == "[3]"
+
+
+def test_grad_values_use_lower_case_exponents():
+    assert describe_grad(torch.tensor([1e-5, 123456.0])) == "[1e-05, 1.235e+05]"
+    assert describe_grad(torch.tensor(0.5)) == "[0.5]"
+
+
+def test_error_messages_say_how_to_call_it():
+    with pytest.raises(TypeError) as empty:
+        tensor_state()
+    assert str(empty.value) == (
+        "tensor_state() needs named tensors, e.g. tensor_state(x=x, loss=loss)"
+    )
+    with pytest.raises(TypeError) as bad:
+        tensor_state(w=[1.0])
+    assert str(bad.value) == (
+        "tensor_state(): w= is a list, not a tensor; "
+        "pass tensors by name, e.g. tensor_state(w=my_tensor)"
+    )

@@ -246,12 +246,125 @@ def test_per_token_loss_moves_every_parameter_biases_included():
 
 def test_optimizer_code_shows_the_per_token_loss_only_when_chosen():
     plain = optimizer_code("Adam", 0.01, True, ARRANGEMENTS[0])
-    assert "token_loss" not in plain
+    assert "token_loss" not in plain and "out, loss = models.model3(ff2, label)" in plain
     assert plain == optimizer_code("Adam", 0.01, True, ARRANGEMENTS[0], LOSSES[0])
     token = optimizer_code("Adam", 0.01, True, ARRANGEMENTS[0], LOSSES[1])
-    assert token.startswith("loss = token_loss(out, target)") and token.endswith(plain)
+    assert "loss = token_loss(out, target)" in token and "label" not in token
+    same_start, same_end = plain.splitlines()[:5], plain.splitlines()[-10:]
+    assert token.splitlines()[:5] == same_start and token.splitlines()[-10:] == same_end
     with pytest.raises(ValueError, match="choose one of the post's, per token"):
         optimizer_code("Adam", 0.01, True, ARRANGEMENTS[0], "sum")
+
+
+def test_optimizer_code_is_the_whole_step_one_statement_a_line():
+    code = optimizer_code("Adam", 0.01, True, ARRANGEMENTS[0], LOSSES[1])
+    lines = code.splitlines()
+    assert lines[0].startswith("models = build_models(seed=42)")
+    assert "ff1 = f1.clone().detach().requires_grad_(True)  # cut 1" in lines
+    assert lines[-9:] == [
+        "opts[2].zero_grad(set_to_none=True)",
+        "loss.backward()",
+        "opts[2].step()",
+        "opts[1].zero_grad(set_to_none=True)",
+        "f2.backward(ff2.grad)",
+        "opts[1].step()",
+        "opts[0].zero_grad(set_to_none=True)",
+        "f1.backward(ff1.grad)",
+        "opts[0].step()",
+    ]
+    for line in lines:
+        compile(line, "<line>", "exec")  # each line stands alone: the lab runs them one by one
+
+
+def test_optimizer_run_runs_the_code_it_shows(monkeypatch):
+    run = optimizer_run("SGD", 0.01, True, ARRANGEMENTS[0], loss=LOSSES[1])
+    assert run.code == optimizer_code("SGD", 0.01, True, ARRANGEMENTS[0], LOSSES[1])
+    from helpers.split import POST_INPUT, TOKEN_TARGET, build_models, token_loss
+
+    namespace = {
+        "torch": torch,
+        "build_models": build_models,
+        "token_loss": token_loss,
+        "tokens": torch.tensor(POST_INPUT),
+        "target": torch.tensor(TOKEN_TARGET),
+    }
+    with torch.random.fork_rng(devices=[]):
+        exec(run.code, namespace)  # the shown code, run by hand, ends where the lab's run did
+    for name, p in namespace["models"].named_parameters().items():
+        assert torch.equal(p.detach(), run.after[name]), name
+    # Change the code the lab shows: the run follows it (here model 2's step() is dropped).
+    shown = run.code.replace("opts[1].step()\n", "")
+    monkeypatch.setattr(logic, "optimizer_code", lambda *args: shown)
+    edited = optimizer_run("SGD", 0.01, True, ARRANGEMENTS[0], loss=LOSSES[1])
+    assert edited.code == shown and len(edited.moves) == 2
+    assert [c.name for c in edited.diff.changes if not c.changed] == [
+        "model2.layer.weight",
+        "model2.layer.bias",
+    ]
+
+
+def test_moved_table_says_which_parameters_moved_and_how_far():
+    run = optimizer_run("Adam", 0.01, True, ARRANGEMENTS[0], loss=LOSSES[1])
+    table = run.moved_table()
+    assert table.columns == ["parameter", "elements moved", "max |Δ|"]
+    assert table.row("model1.embed.weight")["elements moved"] == "30 / 60"  # 5 tokens of 10
+    assert table.column("max |Δ|") == ["0.01"] * 7  # Adam's first step: lr
+    assert table.note == "7 of 7 parameters moved"
+    sgd = optimizer_run("SGD", 0.01, True, ARRANGEMENTS[0], loss=LOSSES[1]).moved_table()
+    for name, change in zip(sgd.column("parameter"), sgd.column("max |Δ|"), strict=True):
+        assert change == f"{run_diff_max(name, 'SGD'):.2g}"  # SGD: lr * |grad|, from the run
+    assert sgd.column("max |Δ|") != table.column("max |Δ|")
+    shared = optimizer_run("Adam", 0.01, False, ARRANGEMENTS[1], loss=LOSSES[1]).moved_table()
+    assert shared.column("max |Δ|")[:3] == ["0.01"] * 3  # model 1: one step
+    assert all(float(v) > 0.015 for v in shared.column("max |Δ|")[3:])  # models 2, 3: more steps
+
+
+def run_diff_max(name, optimizer):
+    run = optimizer_run(optimizer, 0.01, True, ARRANGEMENTS[0], loss=LOSSES[1])
+    return float((run.after[name] - run.before[name]).abs().max())
+
+
+def test_moved_table_leaves_out_what_is_rounding_noise():
+    run = optimizer_run("Adam", 0.01, True, ARRANGEMENTS[0])  # the post's loss
+    assert run.noise() == ["model1.layer.bias", "model2.layer.bias", "model3.layer.bias"]
+    table = run.moved_table()
+    for name in run.noise():
+        row = table.row(name)
+        assert row["elements moved"] == row["max |Δ|"] == "?" and "noise" in row["note"]
+    assert table.row("model3.layer.weight") == {
+        "parameter": "model3.layer.weight",
+        "elements moved": "18 / 18",
+        "max |Δ|": "0.01",
+        "note": "",
+    }
+    assert table.note == "4 of 4 parameters moved; 3 more had only a noise gradient"
+
+
+LAB_TEXT_SCRIPT = """
+from helpers.widgets import optimizer_lab
+print(optimizer_lab()._repr_mimebundle_()["text/plain"])
+print(optimizer_lab(loss="per token")._repr_mimebundle_()["text/plain"])
+"""
+
+
+def test_lab_text_does_not_depend_on_the_cpu_kernels():
+    # What nbval compares: the same under plain C++ kernels as under the vectorised ones.
+    import os
+    import subprocess
+    import sys
+
+    texts = [
+        subprocess.run(
+            [sys.executable, "-c", LAB_TEXT_SCRIPT],
+            env={**os.environ, "ATEN_CPU_CAPABILITY": capability},
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for capability in ("default", "avx2")
+    ]
+    assert texts[0] == texts[1] and "rounding noise" in texts[0]
 
 
 def test_optimizer_run_leaves_the_global_random_state_alone():
@@ -272,11 +385,15 @@ def test_optimizer_run_rejects_unknown_choices():
 
 def test_optimizer_code_shows_the_setting():
     per_model = optimizer_code("SGD with momentum", 0.1, True, ARRANGEMENTS[0])
-    assert "torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9) for m in models" in per_model
-    assert "opts[stage].zero_grad(set_to_none=True)" in per_model
+    assert (
+        "opts = [torch.optim.SGD(m.parameters(), lr=0.1, momentum=0.9) for m in models.as_list()]"
+        in per_model
+    )
+    assert per_model.count("zero_grad(set_to_none=True)") == 3
     shared = optimizer_code("Adam", 0.001, False, ARRANGEMENTS[1])
-    assert "opt = torch.optim.Adam([p for m in models for p in m.parameters()], lr=0.001)" in shared
-    assert "opt.zero_grad(set_to_none=False)" in shared
+    assert "params = [p for m in models.as_list() for p in m.parameters()]" in shared
+    assert "opt = torch.optim.Adam(params, lr=0.001)  # one for all three" in shared
+    assert shared.count("opt.zero_grad(set_to_none=False)") == 3
 
 
 # ---- static snapshots ------------------------------------------------------------------------
@@ -392,9 +509,13 @@ def test_optimizer_lab_controls_rerun_the_step():
     assert lab.run.lr == pytest.approx(0.1)
     text = lab._repr_mimebundle_()["text/plain"]
     assert "arrangement='one per model'" in text and "times moved" in text
+    # The compared text carries the initial run's code and its tables, computed, not a placeholder.
+    first = optimizer_run()
+    assert first.code in text and repr(first.moved_table()) in text and "[figure" not in text
     # The post's loss gives the biases gradients that are rounding noise (about 1e-8): their
-    # changes differ between CPUs, so the compared text leaves the per-parameter numbers out.
-    assert "max |Δ|" not in text and "model1.layer.bias" not in text
+    # changes differ between CPUs, so the text gives them no numbers.
+    bias = next(line for line in text.splitlines() if line.startswith("model1.layer.bias"))
+    assert "rounding noise" in bias and not any(ch.isdigit() for ch in bias.split("bias")[1][:30])
 
 
 def test_optimizer_lab_with_the_per_token_loss_keeps_it_across_updates():
@@ -406,6 +527,17 @@ def test_optimizer_lab_with_the_per_token_loss_keeps_it_across_updates():
     assert lab.run.loss == LOSSES[1] and "token_loss" in lab.code.value
     default = optimizer_lab()._repr_mimebundle_()["text/plain"]
     assert "loss=" not in default and "token_loss" not in default
+
+
+def test_optimizer_lab_text_follows_the_run_it_shows():
+    per_model = optimizer_lab(loss=LOSSES[1])._repr_mimebundle_()["text/plain"]
+    shared = optimizer_lab("Adam", 0.01, False, ARRANGEMENTS[1], LOSSES[1])
+    text = shared._repr_mimebundle_()["text/plain"]
+    assert "7 of 7 parameters moved" in per_model and "7 of 7 parameters moved" in text
+    row = next(line for line in text.splitlines() if line.startswith("model3.layer.weight"))
+    assert row.split()[-1] == shared.run.moved_table().row("model3.layer.weight")["max |Δ|"]
+    assert row.split()[-1] != "0.01"  # three Adam steps: further than one
+    assert "opt.step()" in text and "opts[2].step()" in per_model
 
 
 def test_widget_factory_shares_layouts_and_styles():
