@@ -61,8 +61,8 @@ LEFT_OUT: dict[str, str] = {
     "helpers/widget_logic.py": "not measured yet: its backward recorder is to move out first",
     "helpers/distributed.py": "the launcher (processes, ports); tests/test_distributed.py runs it",
     "helpers/split_ranks.py": "not measured yet: its tests start processes, too slow per mutant",
-    "helpers/rank_failures.py": "not measured yet: failure reports, checked by tests/test_faults.py",
-    "helpers/split_display.py": "figures and source display of notebook 07; looked at, not computed",
+    "helpers/rank_failures.py": "not measured yet: failure reports, tested with the launcher",
+    "helpers/split_display.py": "figures and source display of notebook 07; nothing computed",
     "helpers/__init__.py": "the list of public names; tests/test_public_helpers.py checks it",
 }
 

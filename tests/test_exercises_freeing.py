@@ -5,6 +5,7 @@ import torch
 from torch import nn
 
 from helpers.exercises.freeing import check_kept_alive, check_one_backward
+from tests.torch_threads import one_thread  # noqa: F401 (autouse fixture)
 
 
 class PostNet(nn.Module):
@@ -43,14 +44,6 @@ def text(result) -> str:
     return " ".join(result.messages)
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Run torch on one thread: the mutation runner (tests/mutate.py) forks a process per
-    mutant, and a child forked after torch started its thread pool (a convolution does) hangs."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 # check_one_backward

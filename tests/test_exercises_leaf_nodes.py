@@ -11,20 +11,13 @@ from helpers.exercises.leaf_nodes import (
     check_leaves_of,
     kind_of,
 )
+from tests.torch_threads import one_thread  # noqa: F401 (autouse fixture)
 
 
 def text(result):
     return "\n".join(result.messages)
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Run torch on one thread: the mutation runner (tests/mutate.py) forks a process per
-    mutant, and a child forked after torch started its thread pool (a convolution does) hangs."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 # --- kind_of / check_kinds ----------------------------------------------------------------------
