@@ -89,10 +89,14 @@ class ModuleResult:
         return self.killed / len(self.statuses) if self.statuses else 0.0
 
 
+def scratch_path(module: str) -> Path:
+    """Where `module`'s scratch copy lives: .mutate/state, .mutate/exercises-hooks, ..."""
+    return SCRATCH / module.removeprefix("helpers/").removesuffix(".py").replace("/", "-")
+
+
 def scratch_for(module: str) -> Path:
     """A fresh copy of helpers/, tests/ and pyproject.toml, configured to mutate `module`."""
-    slug = module.removeprefix("helpers/").removesuffix(".py").replace("/", "-")
-    scratch = SCRATCH / slug
+    scratch = scratch_path(module)
     shutil.rmtree(scratch, ignore_errors=True)
     scratch.mkdir(parents=True)
     ignore = shutil.ignore_patterns("__pycache__", "browser")
@@ -136,18 +140,13 @@ def survivor_diff(module: str, name: str) -> str:
     """The changed line of one mutant (from the module's scratch copy)."""
     shown = subprocess.run(
         [sys.executable, "-m", "mutmut", "show", name],
-        cwd=scratch_for_existing(module),
+        cwd=scratch_path(module),
         capture_output=True,
         text=True,
     ).stdout
     added = [line[1:].strip() for line in shown.splitlines() if line.startswith("+ ")]
     added = added or [line[1:].strip() for line in shown.splitlines() if line.startswith("+")]
     return next((a for a in added if not a.startswith("++")), "?")
-
-
-def scratch_for_existing(module: str) -> Path:
-    slug = module.removeprefix("helpers/").removesuffix(".py").replace("/", "-")
-    return SCRATCH / slug
 
 
 def reasons() -> dict[str, dict[str, str]]:
