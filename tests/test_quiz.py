@@ -1,6 +1,7 @@
 """helpers.quiz (predict-then-reveal questions) and the checkers of notebook 10."""
 
 import re
+from dataclasses import replace
 
 import pytest
 import torch
@@ -297,3 +298,32 @@ def test_a_yes_raise_question_must_name_its_exception():
 def test_every_yes_raise_question_of_the_course_names_its_exception():
     raising = [q for q in QUESTIONS if q.probe is None and q.answer == "yes"]
     assert raising and all(q.raises is not None for q in raising)
+
+
+def typed_numbers(question: Question) -> set[str]:
+    """Numbers typed into an explanation that the program's text does not contain: results it
+    computes, which belong in {placeholders}. Not counted: 0, 1, 2, exponent-form constants,
+    years, dtype names, a formula's coefficients (6·x) and notebook numbers."""
+    text = question.misconception + " " + question.fact
+    for pattern in (r"\{[^{}]*\}", r"notebook \d+", r"\b(?:19|20)\d\d\b", r"float\d+", r"\d+·"):
+        text = re.sub(pattern, "", text)
+    number = r"\d+(?:\.\d+)?(?:e-?\d+)?"
+    typed = {n for n in re.findall(number, text) if "e" not in n}
+    return typed - set(re.findall(number, question.code)) - {"0", "1", "2"}
+
+
+@pytest.mark.parametrize("question", QUESTIONS, ids=[q.id for q in QUESTIONS])
+def test_explanations_do_not_type_the_computed_numbers(question):
+    assert typed_numbers(question) == set()
+
+
+def test_a_typed_result_is_caught_and_a_placeholder_is_computed():
+    q = next(q for q in QUESTIONS if q.id.endswith(":backward-2"))
+    assert "{w}" in q.fact and q.run().fact.endswith("w is now [0.8, 1.6].")
+    typed = replace(q, fact=q.fact.replace("{w}", "[0.8, 1.6]"))
+    assert typed_numbers(typed) == {"0.8", "1.6"}
+    broken = replace(q, fact="w is now {v}.")
+    with pytest.raises(AssertionError, match=r"shows \{v\}, which fails after its program ran"):
+        broken.run()
+    braces = replace(q, fact="a dict: {{k: 1}}, w is {w}")
+    assert braces.run().fact == "a dict: {k: 1}, w is [0.8, 1.6]"

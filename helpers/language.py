@@ -1,0 +1,168 @@
+"""The language helpers speak to learners in, and the text they say, read from data files.
+
+    from helpers.language import set_language
+    set_language("zh")          # the Chinese edition's setup cell does this
+
+Everything a learner reads in an output (quiz questions and explanations, exercise feedback, the
+captions of tables and widgets) lives in `helpers/text/<language>/<notebook>.toml`, one file per
+notebook plus `common.toml` for what every notebook shares. English (`en`) is complete and holds
+the language-neutral parts too (a question's program, its answer). A second language is added by
+adding files: `helpers/text/zh/03_detach_and_clone.toml` holds only the translated strings, each
+table marked with the hash of the English text it translates (`en`), so a test can tell when the
+English changed after its translation. A string a language lacks falls back to English.
+
+Errors raised by the helpers' API stay in English, as torch's own do.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Callable
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib
+
+__all__ = [
+    "LANGUAGES",
+    "TEXT_ROOT",
+    "english_hash",
+    "fill",
+    "language",
+    "phrase",
+    "placeholders",
+    "say",
+    "set_language",
+    "table",
+    "translated_table",
+]
+
+#: Language code -> its name, in that language. English is the source every other translates.
+LANGUAGES = {"en": "English", "zh": "简体中文"}
+TEXT_ROOT = Path(__file__).with_name("text")
+#: The keys of a table that a translation holds: the rest (programs, answers) are English only.
+TRANSLATION_MARK = "en"
+
+_current = ["en"]
+#: `{{` and `}}` are literal braces; `{...}` is a placeholder.
+_PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([^{}]+)\}")
+
+
+def set_language(code: str) -> None:
+    """Speak `code` ("en" or "zh") from now on, in every helper's learner-facing text."""
+    if code not in LANGUAGES:
+        raise ValueError(
+            f"unknown language {code!r}; the course speaks {', '.join(map(repr, LANGUAGES))}"
+        )
+    _current[0] = code
+
+
+def language() -> str:
+    """The language learner-facing text is in now ("en" unless `set_language` changed it)."""
+    return _current[0]
+
+
+@cache
+def _file(code: str, name: str) -> dict[str, Any]:
+    path = TEXT_ROOT / code / f"{name}.toml"
+    if not path.exists():
+        if code == "en":
+            raise FileNotFoundError(f"no English text file {path}: every notebook's text has one")
+        return {}
+    with path.open("rb") as f:
+        return tomllib.load(f)
+
+
+def _walk(data: dict[str, Any], dotted: str) -> Any:
+    node: Any = data
+    for part in dotted.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return None
+        node = node[part]
+    return node
+
+
+def english_hash(entry: Any) -> str:
+    """A short hash of an English string, or of a table's strings (sorted by key): what a
+    translation records as the text it translates."""
+    if isinstance(entry, dict):
+        text = "\n".join(f"{k}={v}" for k, v in sorted(entry.items()) if isinstance(v, str))
+    else:
+        text = str(entry)
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def table(name: str, dotted: str) -> dict[str, Any]:
+    """The English table `dotted` (e.g. "quiz") of text file `name`, in file order."""
+    found = _walk(_file("en", name), dotted)
+    if not isinstance(found, dict):
+        raise KeyError(f"helpers/text/en/{name}.toml has no table [{dotted}]")
+    return found
+
+
+def translated_table(name: str, dotted: str, code: str | None = None) -> dict[str, Any]:
+    """Table `dotted` of `name` in language `code` (default: the current one): the English table
+    with the translated strings laid over it. Only strings are translated; the rest is English's."""
+    english = table(name, dotted)
+    code = code or language()
+    if code == "en":
+        return english
+    overlay = _walk(_file(code, name), dotted)
+    if not isinstance(overlay, dict):
+        return english
+    merged = dict(english)
+    for key, value in overlay.items():
+        if key == TRANSLATION_MARK or key not in english:
+            continue
+        if isinstance(value, str) and isinstance(english[key], str):
+            merged[key] = value
+    return merged
+
+
+def say(name: str, key: str, **values: Any) -> str:
+    """The message `key` of text file `name` in the current language, its `{placeholders}`
+    filled from `values` (e.g. say("03_detach_and_clone", "feedback.not_shared", name="b"))."""
+    section, _, leaf = key.rpartition(".")
+    strings = translated_table(name, section) if section else _file("en", name)
+    if leaf not in strings or not isinstance(strings[leaf], str):
+        raise KeyError(f"helpers/text/en/{name}.toml has no string {key!r}")
+    template = strings[leaf]
+    missing = placeholders(template) - values.keys()
+    if missing:
+        raise KeyError(f"{name}:{key} needs {sorted(missing)}; got {sorted(values)}")
+    return fill(template, lambda field: str(values[field]))
+
+
+def placeholders(template: str) -> set[str]:
+    """The `{name}` placeholders of a template (a translation must keep the same ones)."""
+    return {m.group(1) for m in _PLACEHOLDER.finditer(template) if m.group(1)}
+
+
+def fill(template: str, value: Callable[[str], str]) -> str:
+    """The template with each `{field}` replaced by value(field), and `{{`, `}}` by braces."""
+
+    def one(match: re.Match[str]) -> str:
+        if match.group(1) is None:
+            return match.group(0)[0]
+        return value(match.group(1))
+
+    return _PLACEHOLDER.sub(one, template)
+
+
+def phrase(name: str, english: str) -> str:
+    """A short text a notebook's code passes in English (a quiz title, a table caption), in the
+    current language: looked up in the `[phrases]` table of file `name`, then of `common`;
+    unchanged when there is no translation."""
+    code = language()
+    if code == "en":
+        return english
+    for file in (name, "common"):
+        found = _walk(_file(code, file), "phrases")
+        if isinstance(found, dict) and isinstance(found.get(english), str):
+            return found[english]
+    return english
