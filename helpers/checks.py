@@ -9,6 +9,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from helpers.language import say
+
 __all__ = [
     "CheckResult",
     "ExpectedError",
@@ -114,7 +116,7 @@ def expect_error(
                 f"{type(err).__name__} was raised, but its message does not match {match!r}:\n"
                 f"{clean_message(str(err))}"
             ) from err
-        print(f"{type(err).__name__} (as expected): {caught.message}")
+        print(_as_expected(type(err).__name__, caught.message))
     except Exception as err:
         raise AssertionError(
             f"expected {_name(exc_type)}, but {type(err).__name__} was raised: "
@@ -167,34 +169,47 @@ def expect_warning(
         raise AssertionError(f"expected a {wanted}, but none was raised")
     for w in result.caught:
         text = clean_message(str(w.message)) if full else brief_message(str(w.message))
-        print(f"{w.category.__name__} (as expected): {text}")
+        print(_as_expected(w.category.__name__, text))
+
+
+def _as_expected(name: str, message: str) -> str:
+    return say("common", "checks.as_expected", name=name, message=message)
 
 
 @dataclass
 class CheckResult:
-    """Feedback on an exercise: ok, or what is wrong and a hint how to fix it."""
+    """Feedback on an exercise: ok, or what is wrong and a hint how to fix it.
+
+    Without a `success` message, a right answer says "Correct." in the learner's language."""
 
     ok: bool
     messages: list[str]
-    success: str = "Correct."
+    success: str | None = None
 
     def __bool__(self) -> bool:
         return self.ok
 
+    @property
+    def success_text(self) -> str:
+        """What a right answer is told."""
+        return say("common", "checks.correct") if self.success is None else self.success
+
     def __repr__(self) -> str:
         if self.ok:
-            return f"✅ {self.success}"
-        return "❌ Not yet:\n" + "\n".join(f"  - {m}" for m in self.messages)
+            return f"✅ {self.success_text}"
+        not_yet = say("common", "checks.not_yet")
+        return f"❌ {not_yet}\n" + "\n".join(f"  - {m}" for m in self.messages)
 
     def _repr_html_(self) -> str:
         import html
 
         if self.ok:
-            return f'<div style="color: #1a7f37">✅ {html.escape(self.success)}</div>'
+            return f'<div style="color: #1a7f37">✅ {html.escape(self.success_text)}</div>'
         items = "".join(f"<li>{html.escape(m)}</li>" for m in self.messages)
-        return f'<div style="color: #cf222e">❌ Not yet:<ul>{items}</ul></div>'
+        not_yet = html.escape(say("common", "checks.not_yet"))
+        return f'<div style="color: #cf222e">❌ {not_yet}<ul>{items}</ul></div>'
 
 
-def feedback(problems: list[str], success: str = "Correct.") -> CheckResult:
+def feedback(problems: list[str], success: str | None = None) -> CheckResult:
     """A CheckResult from a list of problems found (empty: correct)."""
     return CheckResult(ok=not problems, messages=list(problems), success=success)

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import html
 import io
+import unicodedata
 from collections.abc import Sequence
 from typing import Any
+
+from helpers.language import phrase
 
 __all__ = ["Figure", "Stack", "Table"]
 
@@ -15,11 +18,21 @@ def _cell_text(value: Any) -> str:
         return "None"
     if isinstance(value, float):
         return format(value, ".4g")
+    if isinstance(value, str):
+        return phrase(None, value)
     return str(value)
 
 
+def _shown(text: str | None) -> str | None:
+    """A heading, caption or note in the learner's language (the key in code stays English)."""
+    return None if text is None else phrase(None, text)
+
+
 class Table:
-    """Rows of named values; HTML in Jupyter, aligned plain text elsewhere."""
+    """Rows of named values; HTML in Jupyter, aligned plain text elsewhere.
+
+    Columns are named in English in code (`table.row("y")["is leaf"]`); what is shown (headings,
+    title, note and text cells) is looked up in the learner's language (`helpers.language`)."""
 
     def __init__(
         self,
@@ -67,19 +80,22 @@ class Table:
         return len(self.rows)
 
     def __repr__(self) -> str:
-        cells = [self.columns] + [[_cell_text(r[c]) for c in self.columns] for r in self.rows]
-        widths = [max(len(row[i]) for row in cells) for i in range(len(self.columns))]
-        lines = [self.title] if self.title else []
+        headings = [phrase(None, c) for c in self.columns]
+        cells = [headings] + [[_cell_text(r[c]) for c in self.columns] for r in self.rows]
+        widths = [max(_width(row[i]) for row in cells) for i in range(len(self.columns))]
+        title, note = _shown(self.title), _shown(self.note)
+        lines = [title] if title else []
         for k, row in enumerate(cells):
-            lines.append("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip())
+            lines.append("  ".join(_pad(v, w) for v, w in zip(row, widths, strict=True)).rstrip())
             if k == 0:
                 lines.append("  ".join("-" * w for w in widths))
-        if self.note:
-            lines.append(self.note)
+        if note:
+            lines.append(note)
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
-        head = "".join(f'<th style="text-align: left">{html.escape(c)}</th>' for c in self.columns)
+        headings = [html.escape(phrase(None, c)) for c in self.columns]
+        head = "".join(f'<th style="text-align: left">{h}</th>' for h in headings)
         body = "".join(
             "<tr>"
             + "".join(
@@ -89,12 +105,27 @@ class Table:
             + "</tr>"
             for r in self.rows
         )
-        caption = f"<caption>{html.escape(self.title)}</caption>" if self.title else ""
-        note = f"<p><small>{html.escape(self.note)}</small></p>" if self.note else ""
+        title, note_text = _shown(self.title), _shown(self.note)
+        caption = f"<caption>{html.escape(title)}</caption>" if title else ""
+        note = f"<p><small>{html.escape(note_text)}</small></p>" if note_text else ""
         return (
             '<table style="font-family: monospace; border-collapse: collapse">'
             f"{caption}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{note}"
         )
+
+
+def _width(text: str) -> int:
+    """Columns a text takes in a monospace font: a CJK character takes two (symbols such as ✅
+    are counted as one, as the course's tables always have)."""
+    return sum(2 if _is_cjk(ch) else 1 for ch in text)
+
+
+def _is_cjk(ch: str) -> bool:
+    return ord(ch) >= 0x2E80 and unicodedata.east_asian_width(ch) in "WF"
+
+
+def _pad(text: str, width: int) -> str:
+    return text + " " * (width - _width(text))
 
 
 class Figure:

@@ -124,17 +124,17 @@ def translated_table(name: str, dotted: str, code: str | None = None) -> dict[st
     return merged
 
 
-def say(name: str, key: str, **values: Any) -> str:
-    """The message `key` of text file `name` in the current language, its `{placeholders}`
+def say(file: str, key: str, /, **values: Any) -> str:
+    """The message `key` of text file `file` in the current language, its `{placeholders}`
     filled from `values` (e.g. say("03_detach_and_clone", "feedback.not_shared", name="b"))."""
     section, _, leaf = key.rpartition(".")
-    strings = translated_table(name, section) if section else _file("en", name)
+    strings = translated_table(file, section) if section else _file("en", file)
     if leaf not in strings or not isinstance(strings[leaf], str):
-        raise KeyError(f"helpers/text/en/{name}.toml has no string {key!r}")
+        raise KeyError(f"helpers/text/en/{file}.toml has no string {key!r}")
     template = strings[leaf]
     missing = placeholders(template) - values.keys()
     if missing:
-        raise KeyError(f"{name}:{key} needs {sorted(missing)}; got {sorted(values)}")
+        raise KeyError(f"{file}:{key} needs {sorted(missing)}; got {sorted(values)}")
     return fill(template, lambda field: str(values[field]))
 
 
@@ -154,15 +154,127 @@ def fill(template: str, value: Callable[[str], str]) -> str:
     return _PLACEHOLDER.sub(one, template)
 
 
-def phrase(name: str, english: str) -> str:
-    """A short text a notebook's code passes in English (a quiz title, a table caption), in the
-    current language: looked up in the `[phrases]` table of file `name`, then of `common`;
-    unchanged when there is no translation."""
+def phrase(name: str | None, english: str) -> str:
+    """A short text passed in English (a quiz title, a table's heading or caption), in the
+    current language: looked up in the `[phrases]` table of text file `name`, then of `common`,
+    then of every other file of the language; unchanged when there is no translation."""
     code = language()
     if code == "en":
         return english
-    for file in (name, "common"):
-        found = _walk(_file(code, file), "phrases")
+    if name is not None:
+        found = _walk(_file(code, name), "phrases")
         if isinstance(found, dict) and isinstance(found.get(english), str):
             return found[english]
-    return english
+    return _all_phrases(code).get(english, english)
+
+
+@cache
+def _all_phrases(code: str) -> dict[str, str]:
+    names = ["common"] + sorted(p.stem for p in (TEXT_ROOT / code).glob("*.toml"))
+    merged: dict[str, str] = {}
+    for file in names:
+        found = _walk(_file(code, file), "phrases")
+        for english, translated in (found or {}).items():
+            if isinstance(translated, str):
+                merged.setdefault(english, translated)
+    return merged
+
+
+def _tables(data: dict[str, Any], prefix: str = "") -> dict[str, dict[str, Any]]:
+    """Every table of a text file that holds strings, by dotted name (phrases excluded)."""
+    found = {}
+    for key, value in data.items():
+        if not isinstance(value, dict) or key == "phrases":
+            continue
+        name = f"{prefix}{key}"
+        if any(isinstance(v, str) for v in value.values()):
+            found[name] = value
+        found.update(_tables(value, f"{name}."))
+    return found
+
+
+def translation_problems(code: str) -> list[str]:
+    """What is wrong with language `code`'s text files, one line each: a table or string English
+    lacks, a changed placeholder, a non-string value, and a table whose English changed after
+    its translation (stale: its `en` hash is not the English table's)."""
+    problems = []
+    for path in sorted((TEXT_ROOT / code).glob("*.toml")):
+        name = path.stem
+        english_tables = (
+            _tables(_file("en", name)) if (TEXT_ROOT / "en" / path.name).exists() else {}
+        )
+        if not english_tables and name != "common":
+            problems.append(f"{code}/{path.name}: no English file helpers/text/en/{path.name}")
+            continue
+        english_tables = _tables(_file("en", name))
+        for dotted, table_ in _tables(_file(code, name)).items():
+            where = f"{code}/{path.name} [{dotted}]"
+            english = english_tables.get(dotted)
+            if english is None:
+                problems.append(f"{where}: English has no such table")
+                continue
+            mark = table_.get(TRANSLATION_MARK)
+            if mark != english_hash(english):
+                problems.append(
+                    f"{where}: stale, the English changed after this translation "
+                    f"(en = {mark!r}, the English now hashes to {english_hash(english)!r}); "
+                    "check the translation, then update en"
+                )
+            for key, value in table_.items():
+                if key == TRANSLATION_MARK:
+                    continue
+                if key not in english:
+                    problems.append(f"{where}: English has no string {key!r}")
+                elif not isinstance(value, str) or not isinstance(english[key], str):
+                    problems.append(f"{where}: {key!r} is not a text (only text is translated)")
+                elif placeholders(value) != placeholders(english[key]):
+                    problems.append(
+                        f"{where}: {key!r} has placeholders {sorted(placeholders(value))}, "
+                        f"the English {sorted(placeholders(english[key]))}"
+                    )
+    return problems
+
+
+def untranslated(code: str) -> list[str]:
+    """The English tables language `code` does not translate yet (a file or a table missing)."""
+    missing = []
+    for path in sorted((TEXT_ROOT / "en").glob("*.toml")):
+        theirs = _tables(_file(code, path.stem))
+        for dotted, english in _tables(_file("en", path.stem)).items():
+            wanted = {k for k, v in english.items() if isinstance(v, str) and _translatable(k)}
+            if not wanted <= set(theirs.get(dotted, {})):
+                missing.append(f"{path.stem} [{dotted}]")
+    return missing
+
+
+#: Strings of a quiz table that are not prose: the program and its answer stay English.
+NOT_TRANSLATED = {"topic", "code", "answer", "probe"}
+
+
+def _translatable(key: str) -> bool:
+    return key not in NOT_TRANSLATED
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m helpers.language status zh`: what is stale, wrong or missing in a language.
+    `python -m helpers.language hash FILE TABLE`: the `en` mark of a table you have translated."""
+    import sys
+
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) == 3 and args[0] == "hash":
+        print(english_hash(table(args[1], args[2])))
+        return 0
+    if len(args) == 2 and args[0] == "status" and args[1] in LANGUAGES:
+        problems, missing = translation_problems(args[1]), untranslated(args[1])
+        for line in problems:
+            print("problem:", line)
+        for line in missing:
+            print("untranslated:", line)
+        print(f"{len(problems)} problem(s), {len(missing)} untranslated table(s)")
+        return 1 if problems else 0
+    print(main.__doc__)
+    return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
