@@ -5,6 +5,9 @@ place.
     python -m helpers.course sync [NOTEBOOK ...]     rewrite the generated cells
     python -m helpers.course check [NOTEBOOK ...]    exit 1 if a generated cell is stale
     python -m helpers.course execute [NOTEBOOK ...]  sync, then re-run in place from a fresh kernel
+
+Without NOTEBOOK, sync and check cover both editions: the English notebooks in notebooks/ and
+their Chinese twins in notebooks/zh/ (helpers/editions.py builds those).
 """
 
 from __future__ import annotations
@@ -16,12 +19,17 @@ from pathlib import Path
 
 __all__ = [
     "BRANCH",
+    "EDITIONS",
     "REPOSITORY",
     "badge_markdown",
     "binder_url",
     "colab_url",
     "course_notebooks",
+    "edition_of",
+    "english_twin",
     "execute_notebook",
+    "glossary",
+    "glossary_markdown",
     "hidden_cells",
     "minutes_to_work_through",
     "notebook_paths",
@@ -38,14 +46,26 @@ TORCHVIZ = "torchviz==0.0.3"
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
+#: Each edition's language code -> its folder under notebooks/ ("" for English, the source).
+EDITIONS = {"en": "", "zh": "zh"}
 BADGE_TAG = "course-badges"
 SETUP_TAG = "colab-setup"
 TOC_TAG = "course-toc"
+GLOSSARY_TAG = "course-glossary"
+GLOSSARY = Path(__file__).with_name("text") / "glossary.toml"
 HIDE_TAG = "hide-cell"  # the tag MyST-NB and Jupyter Book fold a cell by
 #: What a collapsed cell holds -> the title Colab shows in place of its code.
 HIDDEN_TITLES = {
     "answer": "Answer: predict first, then open this cell",
     "solution": "Solution: try the exercise first, then open this cell",
+}
+#: The same titles in each edition's language.
+HIDDEN_TITLES_BY_EDITION = {
+    "en": HIDDEN_TITLES,
+    "zh": {
+        "answer": "答案：先预测，再打开这个单元格",
+        "solution": "解答：先自己做练习，再打开这个单元格",
+    },
 }
 _TITLE_LINE = re.compile(r"\A# @title .*\n?")
 _NUMBERED_QUESTION = re.compile(r"^\*\*\d+\.\*\*", re.MULTILINE)
@@ -56,29 +76,62 @@ def _github_path() -> str:
     return REPOSITORY.removeprefix("https://github.com/")
 
 
-def colab_url(notebook: str) -> str:
-    """The Open-in-Colab address of a notebook file name."""
-    return f"https://colab.research.google.com/github/{_github_path()}/blob/{BRANCH}/notebooks/{notebook}"
+def edition_of(path: Path) -> str:
+    """The edition a notebook belongs to: "zh" in notebooks/zh/, else "en"."""
+    folder = Path(path).resolve().parent.name
+    return next((code for code, sub in EDITIONS.items() if sub and sub == folder), "en")
 
 
-def binder_url(notebook: str | None = None) -> str:
+def english_twin(path: Path) -> Path:
+    """The English notebook a notebook of any edition translates (itself, for English)."""
+    return NOTEBOOKS / Path(path).name
+
+
+def _in_repository(notebook: str, edition: str) -> str:
+    sub = EDITIONS[edition]
+    return f"notebooks/{sub}/{notebook}" if sub else f"notebooks/{notebook}"
+
+
+def colab_url(notebook: str, edition: str = "en") -> str:
+    """The Open-in-Colab address of a notebook file name (of the given edition)."""
+    where = _in_repository(notebook, edition)
+    return f"https://colab.research.google.com/github/{_github_path()}/blob/{BRANCH}/{where}"
+
+
+def binder_url(notebook: str | None = None, edition: str = "en") -> str:
     """The Binder address of the course, opening `notebook` in JupyterLab when given."""
     base = f"https://mybinder.org/v2/gh/{_github_path()}/{BRANCH}"
-    return f"{base}?urlpath=lab/tree/notebooks/{notebook}" if notebook else f"{base}?urlpath=lab"
+    if notebook is None:
+        return f"{base}?urlpath=lab"
+    return f"{base}?urlpath=lab/tree/{_in_repository(notebook, edition)}"
 
 
-def badge_markdown(notebook: str) -> str:
-    """The badge cell of a notebook: Colab and Binder links."""
+def badge_markdown(notebook: str, edition: str = "en") -> str:
+    """The badge cell of a notebook: Colab and Binder links (to the same edition)."""
     return (
         f"[![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)]"
-        f"({colab_url(notebook)}) "
-        f"[![Binder](https://mybinder.org/badge_logo.svg)]({binder_url(notebook)})\n\n"
+        f"({colab_url(notebook, edition)}) "
+        f"[![Binder](https://mybinder.org/badge_logo.svg)]({binder_url(notebook, edition)})\n\n"
         f"<!-- {GENERATED} -->"
     )
 
 
-def setup_cell_source() -> str:
-    """The first code cell of every notebook: installs what Colab lacks, on Colab only."""
+#: What the setup cell of a translated edition adds: helpers speak the edition's language.
+LANGUAGE_LINES = """
+
+from helpers.language import set_language
+
+set_language("{code}")  # quizzes, feedback, table headings in this edition's language"""
+
+
+def setup_cell_source(edition: str = "en") -> str:
+    """The first code cell of every notebook: installs what Colab lacks, on Colab only; in a
+    translated edition it also sets the helpers' language (the one code line editions differ by)."""
+    language = LANGUAGE_LINES.format(code=edition) if edition != "en" else ""
+    return _setup_cell_source() + language
+
+
+def _setup_cell_source() -> str:
     return f'''# Colab only: install what Colab lacks (torchviz, the course's helpers; never torch).
 # Elsewhere this cell does nothing.
 # ({GENERATED})
@@ -148,26 +201,68 @@ def _hours(minutes: int) -> str:
     return f"{minutes // 60} h {minutes % 60:02d} min" if minutes >= 60 else f"{minutes} min"
 
 
-def toc_markdown() -> str:
-    """The table of contents: every numbered notebook, linked, with its title and time estimate."""
+def _hours_zh(minutes: int) -> str:
+    return f"{minutes // 60} 小时 {minutes % 60:02d} 分钟" if minutes >= 60 else f"{minutes} 分钟"
+
+
+def toc_markdown(edition: str = "en") -> str:
+    """The table of contents: every numbered notebook, linked, with its title and time estimate
+    (estimated from the English notebook; a twin teaches the same cells)."""
     lines, total, optional = [], 0, 0
+    folder = NOTEBOOKS / EDITIONS[edition]
     for path in notebook_paths():
-        title, minutes = notebook_title(path), minutes_to_work_through(path)
-        is_optional = title.lower().startswith("optional")
+        minutes = minutes_to_work_through(path)
+        is_optional = notebook_title(path).lower().startswith("optional")
+        twin = folder / path.name
+        title = notebook_title(twin if twin.exists() else path)
         total += minutes
         optional += minutes * is_optional
-        lines.append(f"1. [{title}]({path.name}) `{path.name}` · about {minutes} min")
-    summary = f"In all about {_hours(total)}"
-    if optional:
-        summary += f", {_hours(total - optional)} without the optional notebook"
-    return "\n".join(lines + ["", summary + ".", "", f"<!-- {GENERATED} -->"])
+        if edition == "zh":
+            lines.append(f"1. [{title}]({path.name}) `{path.name}` · 约 {minutes} 分钟")
+        else:
+            lines.append(f"1. [{title}]({path.name}) `{path.name}` · about {minutes} min")
+    if edition == "zh":
+        summary = f"合计约 {_hours_zh(total)}"
+        if optional:
+            summary += f"；不含选修笔记本约 {_hours_zh(total - optional)}"
+        summary += "。"
+    else:
+        summary = f"In all about {_hours(total)}"
+        if optional:
+            summary += f", {_hours(total - optional)} without the optional notebook"
+        summary += "."
+    return "\n".join(lines + ["", summary, "", f"<!-- {GENERATED} -->"])
+
+
+def glossary() -> list[dict[str, str]]:
+    """The course's terms (helpers/text/glossary.toml): en, zh, code, and the checks' patterns."""
+    from helpers.language import tomllib
+
+    with GLOSSARY.open("rb") as f:
+        return tomllib.load(f)["term"]
+
+
+def glossary_markdown(edition: str = "en") -> str:
+    """Notebook 00's glossary, generated from the one glossary file, in the edition's order."""
+    if edition == "zh":
+        lines = ["## 术语表 Glossary", "", "| 中文 | English | 代码中 |", "|---|---|---|"]
+        rows = [f"| {t['zh']} | {t['en']} | {t.get('code_zh', t['code'])} |" for t in glossary()]
+    else:
+        lines = ["## Glossary 术语表", "", "| English | 中文 | in code |", "|---|---|---|"]
+        rows = [f"| {t['en']} | {t['zh']} | {t['code']} |" for t in glossary()]
+    return "\n".join(lines + rows + ["", f"<!-- {GENERATED} -->"])
 
 
 def notebook_paths(args: list[str] | None = None) -> list[Path]:
-    """The notebooks named in `args`, or every course notebook in order."""
+    """The notebooks named in `args`, or every (English) course notebook in order."""
     if args:
         return [Path(a).resolve() for a in args]
     return course_notebooks(NOTEBOOKS)
+
+
+def every_edition() -> list[Path]:
+    """Every course notebook of every edition: the English ones, then each translation's."""
+    return [p for sub in EDITIONS.values() for p in course_notebooks(NOTEBOOKS / sub)]
 
 
 #: A course notebook's file name: two digits, then a letter for an optional notebook that follows
@@ -205,7 +300,7 @@ def hidden_cells(nb) -> dict[int, str]:
     return kinds
 
 
-def _collapse(cell, kind: str | None) -> bool:
+def _collapse(cell, kind: str | None, edition: str = "en") -> bool:
     """Make one code cell open collapsed (kind given) or open normally (None); True if changed."""
     before = json.dumps(cell, sort_keys=True)
     code = _TITLE_LINE.sub("", cell.source)
@@ -217,7 +312,7 @@ def _collapse(cell, kind: str | None) -> bool:
     }
     cell.metadata.pop("cellView", None)
     if kind is not None:
-        code = f"# @title {HIDDEN_TITLES[kind]}\n{code}"
+        code = f"# @title {HIDDEN_TITLES_BY_EDITION[edition][kind]}\n{code}"
         tags.append(HIDE_TAG)
         jupyter.update(source_hidden=True, outputs_hidden=True)  # JupyterLab, Notebook 7
         cell.metadata["cellView"] = "form"  # Colab: show the title, fold the code
@@ -236,9 +331,15 @@ def sync_notebook(path: Path, write: bool = True) -> list[str]:
     import nbformat
 
     nb = nbformat.read(path, as_version=4)
-    wanted = {BADGE_TAG: badge_markdown(path.name), SETUP_TAG: setup_cell_source()}
+    edition = edition_of(path)
+    wanted = {
+        BADGE_TAG: badge_markdown(path.name, edition),
+        SETUP_TAG: setup_cell_source(edition),
+    }
     if _tagged(nb, TOC_TAG):
-        wanted[TOC_TAG] = toc_markdown()
+        wanted[TOC_TAG] = toc_markdown(edition)
+    if _tagged(nb, GLOSSARY_TAG):
+        wanted[GLOSSARY_TAG] = glossary_markdown(edition)
     changes = []
     for tag, source in wanted.items():
         cells = _tagged(nb, tag)
@@ -248,9 +349,11 @@ def sync_notebook(path: Path, write: bool = True) -> list[str]:
         if cells[0].source != source:
             changes.append(f"{path.name}: cell tagged {tag!r} is stale")
             cells[0].source = source
-    hidden = hidden_cells(nb)
+    # A twin folds the cells its English notebook folds (its prose is not English to parse).
+    source = nb if edition == "en" else nbformat.read(english_twin(path), as_version=4)
+    hidden = hidden_cells(source)
     for index, cell in enumerate(nb.cells):
-        if cell.cell_type == "code" and _collapse(cell, hidden.get(index)):
+        if cell.cell_type == "code" and _collapse(cell, hidden.get(index), edition):
             kind = hidden.get(index)
             how = f"open collapsed (it holds the {kind})" if kind else "open expanded"
             changes.append(f"{path.name}: cell {index + 1} should {how}")
@@ -323,7 +426,8 @@ def main(argv: list[str]) -> int:
     if not argv or argv[0] not in {"sync", "check", "execute"}:
         print(__doc__)
         return 2
-    command, paths = argv[0], notebook_paths(argv[1:])
+    command = argv[0]
+    paths = notebook_paths(argv[1:]) if argv[1:] or command == "execute" else every_edition()
     problems = []
     for path in paths:
         problems += sync_notebook(path, write=command != "check")

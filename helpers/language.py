@@ -255,14 +255,37 @@ def _translatable(key: str) -> bool:
     return key not in NOT_TRANSLATED
 
 
+def skeleton(code: str, name: str) -> str:
+    """TOML for the tables of text file `name` that language `code` lacks or has stale: each with
+    its `en` mark and its English strings, for a translator to replace with the translation."""
+    import json
+
+    theirs = _tables(_file(code, name))
+    out = []
+    for dotted, english in _tables(_file("en", name)).items():
+        wanted = [k for k, v in english.items() if isinstance(v, str) and _translatable(k)]
+        have = theirs.get(dotted, {})
+        if set(wanted) <= set(have) and have.get(TRANSLATION_MARK) == english_hash(english):
+            continue
+        out += [f"[{dotted}]", f'{TRANSLATION_MARK} = "{english_hash(english)}"']
+        out += [f"{k} = {json.dumps(english[k], ensure_ascii=False)}" for k in wanted]
+        out.append("")
+    return "\n".join(out)
+
+
 def main(argv: list[str] | None = None) -> int:
     """`python -m helpers.language status zh`: what is stale, wrong or missing in a language.
-    `python -m helpers.language hash FILE TABLE`: the `en` mark of a table you have translated."""
+    `python -m helpers.language hash FILE TABLE`: the `en` mark of a table you have translated.
+    `python -m helpers.language skeleton zh FILE`: the tables of FILE still to translate, as TOML
+    with their `en` marks and the English text to replace."""
     import sys
 
     args = sys.argv[1:] if argv is None else argv
     if len(args) == 3 and args[0] == "hash":
         print(english_hash(table(args[1], args[2])))
+        return 0
+    if len(args) == 3 and args[0] == "skeleton" and args[1] in LANGUAGES:
+        print(skeleton(args[1], args[2]))
         return 0
     if len(args) == 2 and args[0] == "status" and args[1] in LANGUAGES:
         problems, missing = translation_problems(args[1]), untranslated(args[1])
