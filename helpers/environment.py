@@ -11,6 +11,7 @@ import sys
 
 from helpers.display import Table
 from helpers.graph import dot_available
+from helpers.language import say
 
 __all__ = ["TORCH_TESTED", "environment_report", "torch_status"]
 
@@ -74,5 +75,6 @@ def environment_report() -> Table:
             "status": "ok" if dot else "missing: graphs are shown as text (see the README)",
         }
     )
-    where = "Google Colab" if in_colab else "a local or Binder Jupyter kernel"
-    return Table(["component", "version", "status"], rows, title=f"Running on {where}")
+    where = say("common", "environment.colab" if in_colab else "environment.local")
+    title = say("common", "environment.running_on", where=where)
+    return Table(["component", "version", "status"], rows, title=title)

@@ -24,6 +24,7 @@ import torch
 
 from helpers.display import Table
 from helpers.graph import autograd_graph
+from helpers.language import say
 
 __all__ = [
     "SavedTensor",
@@ -154,7 +155,9 @@ def saved_table(saved: Iterable[SavedTensor], *, title: str | None = None) -> Ta
             }
         )
     total, only = unique_bytes(saved), unique_bytes(saved, activations_only=True)
-    note = f"total {total:,} bytes in {len(seen)} storages; {only:,} bytes held by the graph only"
+    note = say(
+        "common", "tables.memory_note", total=f"{total:,}", count=len(seen), only=f"{only:,}"
+    )
     return Table(
         ["saved by", "slot", "shape", "dtype", "storage", "new bytes", "held by"],
         rows,

@@ -234,6 +234,16 @@ def _ui(key: str, **values: Any) -> str:
     return text.say("common", f"quiz.{key}", **values)
 
 
+def _gap(key: str) -> str:
+    """The space after a label: none after full-width punctuation (误区：), else one."""
+    return "" if _ui(key).endswith(("：", "。")) else " "
+
+
+def _label(key: str) -> str:
+    """A label and the space that follows it in its language."""
+    return _ui(key) + _gap(key)
+
+
 def _choice(answer: str) -> str:
     """The answer ("yes" or "no") in the learner's language."""
     return _ui(answer)
@@ -243,19 +253,20 @@ def reveal_html(question: Question, observed: Observation, prediction: str | Non
     """The feedback after a prediction (None: just the answer): verdict, run, misconception."""
     answer = html.escape(_choice(observed.answer))
     if prediction is None:
-        verdict = f"<b>{_ui('answer', answer=answer)}</b>"
+        verdict = f"<b>{_ui('answer_is', answer=answer)}</b>"
     elif prediction == observed.answer:
         verdict = f'<b style="color: #1a7f37">{_ui("right", answer=answer)}</b>'
     else:
         verdict = f'<b style="color: #cf222e">{_ui("not_quite", answer=answer)}</b>'
 
-    also = _ui("also_warned")
-    notes = "".join(f"<br/>{also} {html.escape(w)}" for w in observed.warnings)
+    also = _label("also_warned")
+    notes = "".join(f"<br/>{also}{html.escape(w)}" for w in observed.warnings)
     return (
-        f'<div style="margin: 4px 0 8px 0">{verdict} {_ui("running_it")} '
+        f'<div style="margin: 4px 0 8px 0">{verdict} {_label("running_it")}'
         f"{html.escape(observed.detail)}{notes}<br/>"
-        f"<b>{_ui('misconception')}</b> {html.escape(question.misconception)}<br/>"
-        f"<b>{_ui('fact')}</b> {html.escape(observed.fact or question.fact)}</div>"
+        f"<b>{_ui('misconception')}</b>{_gap('misconception')}"
+        f"{html.escape(question.misconception)}<br/>"
+        f"<b>{_ui('fact')}</b>{_gap('fact')}{html.escape(observed.fact or question.fact)}</div>"
     )
 
 
@@ -277,7 +288,7 @@ def answer_table(items: list[Question]) -> Table:
     """Each question's stated answer beside what running it gives (they must agree), with the
     notebooks behind it (those it draws on, else its topic's) and whether its code is new."""
     rows = []
-    for i, q in enumerate(items, start=1):
+    for i, q in enumerate((q.localized() for q in items), start=1):
         observed = q.run()
         rows.append(
             {
@@ -359,8 +370,8 @@ class Quiz(LiveWidget):
                 f"{number}. {q.prompt}",
                 *("    " + line for line in q.code.splitlines()),
                 "   " + _ui("text_answer", answer=_choice(seen.answer), detail=seen.detail),
-                f"   {_ui('misconception')} {q.misconception}",
-                f"   {_ui('fact')} {seen.fact or q.fact}",
+                f"   {_label('misconception')}{q.misconception}",
+                f"   {_label('fact')}{seen.fact or q.fact}",
             ]
         return "\n".join(lines)
 

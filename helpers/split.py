@@ -32,6 +32,7 @@ from helpers.graph import (
     autograd_graph,
     picture_bundle,
 )
+from helpers.language import phrase, say
 
 __all__ = [
     "MLP1",
@@ -425,8 +426,20 @@ def compare_tensors(
             row["same"] = bool(diff.numel() == 0 or float(diff.max()) <= atol)
         rows.append(row)
     same = sum(r["same"] for r in rows)
-    how = "bitwise" if atol == 0 else f"within {atol:g}"
-    note = f"{same} of {len(rows)} the same ({how}) in {labels[0]} and {labels[1]}"
+    how = (
+        say("common", "tables.bitwise")
+        if atol == 0
+        else say("common", "tables.within", atol=f"{atol:g}")
+    )
+    note = say(
+        "common",
+        "tables.compare_note",
+        same=same,
+        count=len(rows),
+        how=how,
+        a=phrase(None, labels[0]),
+        b=phrase(None, labels[1]),
+    )
     columns = COMPARE_COLUMNS if any(r["note"] for r in rows) else COMPARE_COLUMNS[:-1]
     return Table(columns, rows, title=title, note=note)
 

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from helpers.display import Figure, Table
+from helpers.language import say
 from helpers.split_ranks import ROLES, WireRecord
 
 __all__ = ["SourceView", "loss_figure", "sequence_figure", "show_source", "wire_table"]
@@ -42,8 +43,12 @@ def wire_table(records: list[WireRecord], steps: list[int] | None = None) -> Tab
         if steps is None or r.step in steps
     ]
     total = sum(r.nbytes for r in records)
-    shown = "" if steps is None else f"; shown: step {', '.join(map(str, steps))}"
-    note = f"{len(records)} messages, {total} payload bytes in all{shown}"
+    shown = (
+        ""
+        if steps is None
+        else say("common", "tables.wire_shown", steps=", ".join(map(str, steps)))
+    )
+    note = say("common", "tables.wire_note", count=len(records), total=total, shown=shown)
     return Table(["step", "phase", "direction", "what", "shape", "bytes"], rows, note=note)
 
 
@@ -210,9 +215,7 @@ class SourceView:
         boxes = []
         for title, source in self.columns:
             lines = []
-            for text, html_line in zip(
-                source.splitlines(), _highlighted(source), strict=True
-            ):
+            for text, html_line in zip(source.splitlines(), _highlighted(source), strict=True):
                 colour = _wire_colour(text)
                 style = "display: block"
                 if colour is not None:

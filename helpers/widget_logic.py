@@ -31,6 +31,7 @@ import torch
 from helpers.checks import clean_message
 from helpers.display import Figure, Table
 from helpers.graph import AutogradGraph, GraphData, GraphNode, autograd_graph, dot_available
+from helpers.language import say
 from helpers.params import ParamDiff, diff_figure, param_diff, snapshot
 from helpers.state import describe_grad, tensor_state
 
@@ -382,9 +383,9 @@ def record_backward(
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             root.backward(gradient)
-        second = "runs: nothing it needs was freed (the leaves' .grad now holds two passes)."
+        second = say("common", "stepper.second_runs")
     except RuntimeError as err:
-        second = f"raises RuntimeError: {_first_line(str(err))}"
+        second = say("common", "stepper.second_raises", message=_first_line(str(err)))
     return BackwardRecord(data, steps, freed_after, leaf_grads, retain_graph, second)
 
 
@@ -439,28 +440,34 @@ def backward_frame(record: BackwardRecord, position: int) -> Frame:
     if position == 0:
         freed: frozenset[str] = frozenset()
         title = "before backward()"
-        caption = f"Before backward(): {n} backward functions will run; none has run yet."
+        caption = say("common", "stepper.before", n=n)
     elif current is not None:
         freed = current.freed_before
         title = f"step {position} of {n}: {current.name}"
-        target = f" (the gradient of {current.gradient_of})" if current.gradient_of else ""
-        caption = (
-            f"Step {position} of {n}: the engine runs {current.name}; "
-            f"it received {current.received}{target}."
+        target = (
+            say("common", "stepper.gradient_of", name=current.gradient_of)
+            if current.gradient_of
+            else ""
+        )
+        caption = say(
+            "common",
+            "stepper.step",
+            position=position,
+            n=n,
+            name=current.name,
+            received=current.received,
+            target=target,
         )
     else:
         freed = record.freed_after
         title = "after backward()"
         if record.retain_graph:
-            what = "the saved tensors were kept (retain_graph=True)"
+            what = say("common", "stepper.kept")
         elif freed:
-            what = "the saved tensors were freed"
+            what = say("common", "stepper.freed")
         else:
-            what = "this graph saved no tensors, so there was nothing to free"
-        caption = (
-            f"After backward(): all {n} steps ran; {what}. "
-            f"A second backward() {record.second_backward}"
-        )
+            what = say("common", "stepper.nothing_saved")
+        caption = say("common", "stepper.after", n=n, what=what, second=record.second_backward)
     data = _frame_data(record, freed, grads_known)
     highlight = [current.node_id] if current is not None else []
     not_run = [i for i in _function_nodes(record.data) if i not in done and i not in highlight]
@@ -654,9 +661,11 @@ class OptimizerRun:
                 }
             )
         known = [c for c in self.diff.changes if c.name not in noise]
-        summary = f"{sum(c.changed for c in known)} of {len(known)} parameters moved"
+        summary = say(
+            "common", "tables.moved", moved=sum(c.changed for c in known), count=len(known)
+        )
         if noise:
-            summary += f"; {len(noise)} more had only a noise gradient"
+            summary += say("common", "tables.moved_noise", noise=len(noise))
         columns = ["parameter", "elements moved", "max |Δ|"] + (["note"] if noise else [])
         return Table(columns, rows, note=summary)
 

@@ -21,6 +21,7 @@ from typing import Any
 
 import torch
 
+from helpers.language import say
 from helpers.widget_logic import (
     ARRANGEMENTS,
     LOSSES,
@@ -53,7 +54,11 @@ __all__ = [
 ]
 
 VIEW_MIME = "application/vnd.jupyter.widget-view+json"
-HINT = "Interactive: run the notebook to use the controls. This is its initial state."
+
+
+def hint() -> str:
+    """The line above a widget's static snapshot, in the learner's language."""
+    return say("common", "widgets.hint")
 
 
 def _pre(text: str) -> str:
@@ -194,10 +199,11 @@ class GraphExplorer(LiveWidget):
         box.add_class("autograd-graph-explorer")
         result = self.result
         assert result is not None
-        title = "Graph explorer: " + ", ".join(f"{k}={v}" for k, v in self.settings().items())
+        settings = ", ".join(f"{k}={v}" for k, v in self.settings().items())
+        title = say("common", "widgets.graph_explorer", settings=settings)
         super().__init__(
             box,
-            text="\n\n".join([title, HINT, result.code, result.graph.text(), repr(result.table)]),
+            text="\n\n".join([title, hint(), result.code, result.graph.text(), repr(result.table)]),
             svg=snapshot_svg(result.code, result.graph, result.table, title=title),
         )
 
@@ -251,11 +257,7 @@ class BackwardStepper(LiveWidget):
         self.retain.observe(self.update, names="value")
         note = make(
             "HTML",
-            value=_caption(
-                f"0 = before backward(), 1 to {last - 1} = the backward functions in the order "
-                f"the engine ran them (recorded with hooks), {last} = after backward(). "
-                "Red border: running now; dashed: not run yet."
-            ),
+            value=_caption(say("common", "stepper.note", last_step=last - 1, last=last)),
         )
         box = make(
             "VBox",
@@ -269,10 +271,10 @@ class BackwardStepper(LiveWidget):
         box.add_class("autograd-backward-stepper")
         frame = self.frame
         assert frame is not None
-        title = f"Backward stepper at step {start} (retain_graph={retain_graph})"
+        title = say("common", "stepper.title", start=start, retain_graph=retain_graph)
         super().__init__(
             box,
-            text="\n\n".join([title, HINT, frame.caption, frame.graph.text(), repr(frame.table)]),
+            text="\n\n".join([title, hint(), frame.caption, frame.graph.text(), repr(frame.table)]),
             svg=snapshot_svg(frame.caption, frame.graph, frame.table, title=title),
         )
 
@@ -361,13 +363,14 @@ class OptimizerLab(LiveWidget):
         box.add_class("autograd-optimizer-lab")
         run = self.run
         assert run is not None
-        title = "Optimizer lab: " + ", ".join(f"{k}={v!r}" for k, v in self.settings().items())
+        settings = ", ".join(f"{k}={v!r}" for k, v in self.settings().items())
+        title = say("common", "widgets.optimizer_lab", settings=settings)
         if loss != LOSSES[0]:
             title += f", loss={loss!r}"
         moves, moved = run.moves_table(), run.moved_table()
         super().__init__(
             box,
-            text="\n\n".join([title, HINT, run.code, repr(moves), repr(moved)]),
+            text="\n\n".join([title, hint(), run.code, repr(moves), repr(moved)]),
             svg=snapshot_svg(run.code, moves, run.figure(), moved, title=title),
         )
 

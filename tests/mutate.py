@@ -42,6 +42,8 @@ MODULES: dict[str, list[str]] = {
     "helpers/split.py": ["tests/test_split.py"],
     "helpers/memory.py": ["tests/test_memory.py"],
     "helpers/quiz.py": ["tests/test_quiz.py"],
+    "helpers/language.py": ["tests/test_language.py"],
+    "helpers/editions.py": ["tests/test_editions.py"],
     **{
         f"helpers/exercises/{path.stem}.py": [f"tests/test_exercises_{path.stem}.py"]
         for path in sorted((ROOT / "helpers" / "exercises").glob("*.py"))

@@ -3,6 +3,7 @@
 import pytest
 import torch
 
+from helpers import language
 from helpers.checks import CheckResult
 from helpers.exercises.backward import MEAN_W, SGD_LR, check_mean_gradient, check_sgd_step
 
@@ -182,8 +183,7 @@ STILL_SET = (
             [
                 "weight is [[0.5, -3.0], [3.5, 0.25]] after the step, but p - lr*p.grad with "
                 "lr = 0.5 is [[0.0, -4.0], [4.0, 0.0]]",
-                "bias is [3.75, 0.5] after the step, but p - lr*p.grad with lr = 0.5 is "
-                "[3.5, 2.0]",
+                "bias is [3.75, 0.5] after the step, but p - lr*p.grad with lr = 0.5 is [3.5, 2.0]",
             ],
         ),
         (
@@ -308,3 +308,22 @@ def test_mean_gradient_reports_a_failing_backward_instead_of_raising():
 def test_mean_gradient_ignores_integer_dtype_and_judges_the_values():
     result = check_mean_gradient(torch.ones(N, dtype=torch.int64))
     assert not result.ok and "gradient of y.sum()" in result.messages[0]
+
+
+# --- the text comes from the notebook's text file ------------------------------------------------
+
+
+def test_the_feedback_text_comes_from_the_notebooks_toml(monkeypatch):
+    """The messages are read from [feedback] in helpers/text/en/02_backward_and_optimizers.toml:
+    a string edited there (words reordered, placeholders kept) is what the checker says."""
+    english = language._file
+    edited = {"gradient_unfilled": "y has {n} elements: gradient is still `...`"}
+
+    def with_edits(code, name):
+        data = english(code, name)
+        if (code, name) != ("en", "02_backward_and_optimizers"):
+            return data
+        return {**data, "feedback": {**data["feedback"], **edited}}
+
+    monkeypatch.setattr(language, "_file", with_edits)
+    assert check_mean_gradient(...).messages == ["y has 4 elements: gradient is still `...`"]

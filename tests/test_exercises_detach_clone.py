@@ -5,6 +5,7 @@ import warnings
 import pytest
 import torch
 
+from helpers import language
 from helpers.checks import CheckResult
 from helpers.exercises.detach_clone import check_cut, check_sgd_update, check_snapshot
 
@@ -51,7 +52,15 @@ def test_snapshot_right_answers_pass(answer):
         (lambda w: w.detach().clone().requires_grad_(), "requires grad"),
     ],
     ids=[
-        "placeholder", "none", "list", "itself", "detach", "data", "clone", "values", "tensor",
+        "placeholder",
+        "none",
+        "list",
+        "itself",
+        "detach",
+        "data",
+        "clone",
+        "values",
+        "tensor",
         "requires-grad",
     ],
 )
@@ -80,22 +89,28 @@ SHARES_W = (
     [
         (
             placeholder,
-            ["take_snapshot(w) still returns `...`: replace the `...` with an expression built "
-             "from w."],
+            [
+                "take_snapshot(w) still returns `...`: replace the `...` with an expression built "
+                "from w."
+            ],
         ),
         (lambda w: w.detach().clone()[:2], ["the snapshot has shape [2], w has [3]."]),
         (
             lambda w: w.clone(),
-            ["the snapshot is still in the graph (grad_fn CloneBackward0): add .detach() so it "
-             "does not require grad."],
+            [
+                "the snapshot is still in the graph (grad_fn CloneBackward0): add .detach() so it "
+                "does not require grad."
+            ],
         ),
         (
             lambda w: w.detach().clone().requires_grad_(),
             ["the snapshot requires grad: a record of values should not; use .detach()."],
         ),
         (lambda w: w.detach(), [SHARES_W]),
-        (lambda w: w.detach().clone() * 0, ["the snapshot holds [0.0, 0.0, 0.0], but w holds "
-                                            "[1.0, 2.0, 3.0]."]),
+        (
+            lambda w: w.detach().clone() * 0,
+            ["the snapshot holds [0.0, 0.0, 0.0], but w holds [1.0, 2.0, 3.0]."],
+        ),
     ],
     ids=["placeholder", "shape", "clone", "requires-grad", "detach", "values"],
 )
@@ -145,19 +160,25 @@ def cut_with_doubling_hook(f1):
         (lambda f1: 1 / 0, ["cut(f1) raised ZeroDivisionError: division by zero"]),
         (
             lambda f1: f1.clone().detach(),
-            ["ff1.requires_grad is False, so ff1.grad will stay None: did you call "
-             "requires_grad_() on the cut?"],
+            [
+                "ff1.requires_grad is False, so ff1.grad will stay None: did you call "
+                "requires_grad_() on the cut?"
+            ],
         ),
         (
             lambda f1: f1.clone().requires_grad_(True),
-            ["ff1 is still connected to f1's graph (grad_fn CloneBackward0): add .detach(), or "
-             "backward from model 2 runs straight into model 1."],
+            [
+                "ff1 is still connected to f1's graph (grad_fn CloneBackward0): add .detach(), or "
+                "backward from model 2 runs straight into model 1."
+            ],
         ),
         (
             lambda f1: f1.detach().requires_grad_(True),
-            ["ff1 shares memory with f1 (detach() copies nothing): in one process, an in-place "
-             "edit on one side would change the other. Add .clone(), so the hand-off is a copy "
-             "(over a wire the receiver gets a copy anyway)."],
+            [
+                "ff1 shares memory with f1 (detach() copies nothing): in one process, an in-place "
+                "edit on one side would change the other. Add .clone(), so the hand-off is a copy "
+                "(over a wire the receiver gets a copy anyway)."
+            ],
         ),
         (cut_after_own_backward, ["backward from model 2 reached x: ff1 is not a real cut."]),
         (
@@ -226,8 +247,7 @@ def test_sgd_right_answers_pass(answer):
     )
 
 
-def sgd_placeholder(w, lr):
-    ...
+def sgd_placeholder(w, lr): ...
 
 
 def sgd_data(w, lr):
@@ -287,13 +307,17 @@ def test_sgd_wrong_answers_say_what_is_wrong(answer, hint):
     [
         (
             sgd_placeholder,
-            ["w did not change: update it in place (`w -= ...` or `w.sub_(...)` inside "
-             "`with torch.no_grad():`). `w = w - ...` only rebinds the local name."],
+            [
+                "w did not change: update it in place (`w -= ...` or `w.sub_(...)` inside "
+                "`with torch.no_grad():`). `w = w - ...` only rebinds the local name."
+            ],
         ),
         (
             sgd_no_no_grad,
-            ["an in-place update of a leaf that requires grad raises unless it runs inside "
-             "`with torch.no_grad():`."],
+            [
+                "an in-place update of a leaf that requires grad raises unless it runs inside "
+                "`with torch.no_grad():`."
+            ],
         ),
         (sgd_raises, ["sgd_update(w, lr) raised ValueError: boom"]),
         (sgd_unflags, ["w is no longer a leaf that requires grad: update its values only."]),
@@ -304,8 +328,10 @@ def test_sgd_wrong_answers_say_what_is_wrong(answer, hint):
         ),
         (
             sgd_data,
-            ["w's version counter did not move, so autograd cannot see the update: that is "
-             "what .data does. Use `with torch.no_grad(): w -= lr * w.grad` instead."],
+            [
+                "w's version counter did not move, so autograd cannot see the update: that is "
+                "what .data does. Use `with torch.no_grad(): w -= lr * w.grad` instead."
+            ],
         ),
     ],
     ids=["placeholder", "no-no-grad", "raises", "unflags", "plus", "third", "data"],
@@ -322,4 +348,25 @@ def test_sgd_warnings_are_reported():
     assert check_sgd_update(warns).messages == ["PyTorch warned: careful"]
     assert check_sgd_update(42).messages == [
         "pass the function itself: check_sgd_update(sgd_update), not a int."
+    ]
+
+
+# --- the text comes from the notebook's text file ------------------------------------------------
+
+
+def test_the_feedback_text_comes_from_the_notebooks_toml(monkeypatch):
+    """The messages are read from [feedback] in helpers/text/en/03_detach_and_clone.toml:
+    a string edited there (words reordered, placeholders kept) is what the checker says."""
+    english = language._file
+    edited = {"returns_placeholder": "build it from {source}: {name} still returns `...`"}
+
+    def with_edits(code, name):
+        data = english(code, name)
+        if (code, name) != ("en", "03_detach_and_clone"):
+            return data
+        return {**data, "feedback": {**data["feedback"], **edited}}
+
+    monkeypatch.setattr(language, "_file", with_edits)
+    assert check_snapshot(placeholder).messages == [
+        "build it from w: take_snapshot(w) still returns `...`"
     ]

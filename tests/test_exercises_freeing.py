@@ -4,6 +4,7 @@ import pytest
 import torch
 from torch import nn
 
+from helpers import language
 from helpers.exercises.freeing import check_kept_alive, check_one_backward
 from tests.torch_threads import one_thread  # noqa: F401 (autouse fixture)
 
@@ -332,3 +333,19 @@ def test_checkers_leave_the_random_state_alone():
     one(lambda loss, z: (loss + z).backward())
     check_kept_alive(lambda b, w, d: d * b * w * 4, make_mlp)
     assert torch.equal(torch.rand(3), expected)
+
+
+def test_messages_come_from_the_text_file(monkeypatch):
+    """The feedback is read from helpers/text/en/05_freeing_the_graph.toml, not written in code."""
+    real = language._file
+
+    def edited(code, name):
+        data = real(code, name)
+        if name != "05_freeing_the_graph":
+            return data
+        return {**data, "feedback": {**data["feedback"], "graph_retained": "kept {held} bytes"}}
+
+    monkeypatch.setattr(language, "_file", edited)
+    assert one(lambda loss, z: (loss + z).backward(retain_graph=True)).messages == [
+        "kept 148 bytes"
+    ]

@@ -6,6 +6,7 @@ import pytest
 import torch
 from torch import nn
 
+from helpers import language
 from helpers.checks import CheckResult
 from helpers.exercises.grad_modes import check_freeze_middle, check_real_leaf, check_train
 
@@ -57,12 +58,22 @@ def test_real_leaf_right_answers_pass(answer):
         (lambda v: (torch.tensor(v) * 0.01).requires_grad_(), "not torch.float64"),
         (lambda v: torch.tensor(v, dtype=torch.float64, requires_grad=True), "expected [0.01"),
         (lambda v: torch.zeros(2, dtype=torch.float64, requires_grad=True), "shape [2]"),
-        (lambda v: torch.tensor(torch.tensor(v, dtype=torch.float64) * 0.01).requires_grad_(),
-         "PyTorch warned: To copy construct from a tensor"),
+        (
+            lambda v: torch.tensor(torch.tensor(v, dtype=torch.float64) * 0.01).requires_grad_(),
+            "PyTorch warned: To copy construct from a tensor",
+        ),
     ],
     ids=[
-        "placeholder", "none", "list", "to-then-scale", "double", "no-requires-grad", "float32",
-        "unscaled", "shape", "copy-construct",
+        "placeholder",
+        "none",
+        "list",
+        "to-then-scale",
+        "double",
+        "no-requires-grad",
+        "float32",
+        "unscaled",
+        "shape",
+        "copy-construct",
     ],
 )
 def test_real_leaf_wrong_answers_say_what_is_wrong(answer, hint):
@@ -87,7 +98,7 @@ def test_real_leaf_messages_in_full():
     assert non_leaf.messages == [
         "w is not a leaf: it is the result of an operation (grad_fn MulBackward0), so backward "
         "fills the .grad of the tensor before that step, not w's, and an optimizer refuses w "
-        "(\"can't optimize a non-leaf Tensor\"). Give the dtype when you create the tensor and "
+        '("can\'t optimize a non-leaf Tensor"). Give the dtype when you create the tensor and '
         "scale it first, then call requires_grad_() (or scale it under torch.no_grad())."
     ]
     no_grad = check_real_leaf(lambda v: torch.tensor(v, dtype=torch.float64) * 0.01)
@@ -224,8 +235,9 @@ NO_GRAPH_ERROR = (
 
 def test_train_error_without_a_graph_is_explained():
     def dotted(model, x, target):  # the same error, as a torch release that ends it with "."
-        raise RuntimeError("element 0 of tensors does not require grad and does not have a "
-                           "grad_fn.")
+        raise RuntimeError(
+            "element 0 of tensors does not require grad and does not have a grad_fn."
+        )
 
     assert check_train(train_no_grad).messages == [NO_GRAPH_ERROR]
     assert check_train(dotted).messages == [NO_GRAPH_ERROR]
@@ -397,8 +409,10 @@ def removes_middle(model):
 @pytest.mark.parametrize(
     ("answer", "message"),
     [
-        (freeze_everything, "every parameter is frozen, so nothing can learn: freeze only "
-                            "model.middle."),
+        (
+            freeze_everything,
+            "every parameter is frozen, so nothing can learn: freeze only model.middle.",
+        ),
         (
             lambda m: m.middle.eval(),
             "middle.weight, middle.bias still moved: eval() switches dropout and batch norm to "
@@ -430,3 +444,16 @@ def removes_middle(model):
 )
 def test_freeze_messages_in_full(answer, message):
     assert check_freeze_middle(answer).messages == [message]
+
+
+def test_feedback_text_comes_from_the_notebook_text_file(monkeypatch):
+    english = language._file
+
+    def edited(code, name):
+        data = english(code, name)
+        if name != "08_grad_modes_and_why_nothing_learns":
+            return data
+        return {**data, "feedback": {**data["feedback"], "returned_none": "{call} -> None?"}}
+
+    monkeypatch.setattr(language, "_file", edited)
+    assert check_real_leaf(lambda v: None).messages == ["make_weight(values) -> None?"]

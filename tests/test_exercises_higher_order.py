@@ -7,6 +7,7 @@ import torch
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
+from helpers import language
 from helpers.exercises.higher_order import check_checkpointed, check_hvp, check_softsign
 
 
@@ -83,8 +84,20 @@ def raises_at_length(*_):
         (raises_without_a_message, "hvp raised ValueError: "),
         (raises_at_length, "hvp raised ValueError: " + "x" * 160),
     ],
-    ids=["none", "float", "shape", "tuple", "hessian", "gradient", "ones", "sign", "values",
-         "error", "empty-error", "long-error"],
+    ids=[
+        "none",
+        "float",
+        "shape",
+        "tuple",
+        "hessian",
+        "gradient",
+        "ones",
+        "sign",
+        "values",
+        "error",
+        "empty-error",
+        "long-error",
+    ],
 )
 def test_hvp_messages_in_full(hvp, message):
     assert check_hvp(hvp).messages == [message]
@@ -115,8 +128,11 @@ def test_hvp_without_create_graph_says_so():
 
 def test_hvp_placeholder_and_tuple():
     assert "returned ...: return H v" in text(check_hvp(lambda f, x, v: ...))
-    result = check_hvp(lambda f, x, v: torch.autograd.grad(
-        torch.autograd.grad(f(x), x, create_graph=True)[0] @ v, x))
+    result = check_hvp(
+        lambda f, x, v: torch.autograd.grad(
+            torch.autograd.grad(f(x), x, create_graph=True)[0] @ v, x
+        )
+    )
     assert not result.ok and "take its element [0]" in text(result)
 
 
@@ -364,34 +380,52 @@ DIFFERS = (
         (lambda blocks, x: 1 / 0, ["your function raised ZeroDivisionError: division by zero"]),
         (
             raises_about_use_reentrant,
-            ["your function raised ValueError: use_reentrant must be passed (pass "
-             "use_reentrant=False explicitly)"],
+            [
+                "your function raised ValueError: use_reentrant must be passed (pass "
+                "use_reentrant=False explicitly)"
+            ],
         ),
         (
             under_no_grad,
-            ["the output has no grad_fn, so no gradient can flow: was it computed under "
-             "torch.no_grad()?"],
+            [
+                "the output has no grad_fn, so no gradient can flow: was it computed under "
+                "torch.no_grad()?"
+            ],
         ),
         (
             each_block(use_reentrant=True),
-            ["the output has no grad_fn, so no gradient can flow: checkpoint(..., "
-             "use_reentrant=True) with an input that does not require grad returns a result "
-             "without history: use use_reentrant=False"],
+            [
+                "the output has no grad_fn, so no gradient can flow: checkpoint(..., "
+                "use_reentrant=True) with an input that does not require grad returns a result "
+                "without history: use use_reentrant=False"
+            ],
         ),
         (
             detaches_after_the_first_block,
-            ["block 0 ran 1 times; a checkpointed block runs twice: once forward, once again in "
-             "backward (call each block once in your function)", "0.up.weight got no gradient"],
+            [
+                "block 0 ran 1 times; a checkpointed block runs twice: once forward, once again in "
+                "backward (call each block once in your function)",
+                "0.up.weight got no gradient",
+            ],
         ),
         (lambda blocks, x: each_block()(blocks, x) * 1.01, [DIFFERS]),
         (
             runs_each_block_under_no_grad_first,
-            ["the graph saved 480 bytes of activations, no fewer than without checkpointing "
-             "(480)"],
+            ["the graph saved 480 bytes of activations, no fewer than without checkpointing (480)"],
         ),
     ],
-    ids=["none", "list", "plain", "error", "error-use-reentrant", "no-grad", "reentrant",
-         "detached", "scaled", "by-hand"],
+    ids=[
+        "none",
+        "list",
+        "plain",
+        "error",
+        "error-use-reentrant",
+        "no-grad",
+        "reentrant",
+        "detached",
+        "scaled",
+        "by-hand",
+    ],
 )
 def test_checkpoint_messages_in_full(fn, messages):
     assert check(fn).messages == messages
@@ -415,8 +449,9 @@ def test_checkpoint_reentrant_without_input_grad_is_explained():
 
 
 def test_checkpoint_reentrant_with_input_grad_is_named():
-    result = check_checkpointed(each_block(use_reentrant=True), make_blocks,
-                                X.clone().requires_grad_())
+    result = check_checkpointed(
+        each_block(use_reentrant=True), make_blocks, X.clone().requires_grad_()
+    )
     assert result.messages == [
         "the output's grad_fn is CheckpointFunctionBackward: that is use_reentrant=True; pass "
         "use_reentrant=False"
@@ -469,3 +504,16 @@ def test_checkers_leave_the_random_state_alone():
     check(each_block())
     check_hvp(hvp_double_backward)
     assert torch.equal(torch.rand(3), expected)
+
+
+def test_feedback_text_comes_from_the_notebook_text_file(monkeypatch):
+    english = language._file
+
+    def edited(code, name):
+        data = english(code, name)
+        if name != "09_past_first_order":
+            return data
+        return {**data, "feedback": {**data["feedback"], "hvp_not_a_tensor": "{type}? no"}}
+
+    monkeypatch.setattr(language, "_file", edited)
+    assert check_hvp(lambda f, x, v: "Hv").messages == ["str? no"]

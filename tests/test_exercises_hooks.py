@@ -5,6 +5,7 @@ import warnings
 import pytest
 import torch
 
+from helpers import language
 from helpers.exercises.hooks import (
     EXERCISE_W,
     EXERCISE_X,
@@ -388,3 +389,23 @@ def test_checkers_never_raise_on_odd_tensors():
     assert not result.ok and "got a value of type object" in text(result)
     result = check_autograd_grad((torch.ones(5), "w"), hidden, W, x)
     assert not result.ok and "grads[0] should be" in text(result)
+
+
+# --- the text comes from the notebook's text file ------------------------------------------------
+
+
+def test_the_feedback_text_comes_from_the_notebooks_toml(monkeypatch):
+    """The messages are read from [feedback] in helpers/text/en/04_retain_grad_and_hooks.toml:
+    a string edited there (words reordered, placeholders kept) is what the checker says."""
+    english = language._file
+    edited = {"still_placeholder": "replace the `...` of {name}"}
+
+    def with_edits(code, name):
+        data = english(code, name)
+        if (code, name) != ("en", "04_retain_grad_and_hooks"):
+            return data
+        return {**data, "feedback": {**data["feedback"], **edited}}
+
+    monkeypatch.setattr(language, "_file", with_edits)
+    W, x, _ = graph()
+    assert check_retain_grad(..., W, x).messages == ["replace the `...` of hidden"]

@@ -4,6 +4,7 @@ import pytest
 import torch
 from torch import nn
 
+from helpers import language
 from helpers.exercises.leaf_nodes import (
     KINDS,
     check_frozen_conv,
@@ -16,8 +17,6 @@ from tests.torch_threads import one_thread  # noqa: F401 (autouse fixture)
 
 def text(result):
     return "\n".join(result.messages)
-
-
 
 
 # --- kind_of / check_kinds ----------------------------------------------------------------------
@@ -390,8 +389,10 @@ def test_no_deduplication_is_reported():
     assert result.messages == [  # only the graphs that use a leaf several times
         f"on {what}, leaves_of lists {leaf} more than once: a leaf used several times is still "
         "one tensor; remember which nodes you have visited"
-        for what, leaf in [("y = w * w + w (w used three times)", "w"),
-                           ("y = (a * b + a * x).sum()", "a")]
+        for what, leaf in [
+            ("y = w * w + w (w used three times)", "w"),
+            ("y = (a * b + a * x).sum()", "a"),
+        ]
     ]
 
 
@@ -438,8 +439,10 @@ def test_returning_a_tensor_without_grad_is_reported():
     assert result.messages == [
         f"on {what}, leaves_of returned 1 tensor(s) that backward() would not fill ({name}): "
         "only leaves that require grad get .grad"
-        for what, name in [("x itself (requires_grad=False)", "x"),
-                           ("y = w.detach() * 2 (no graph at all)", "y")]
+        for what, name in [
+            ("x itself (requires_grad=False)", "x"),
+            ("y = w.detach() * 2 (no graph at all)", "y"),
+        ]
     ]
 
 
@@ -476,3 +479,26 @@ def test_items_that_are_not_tensors_are_named_for_every_graph():
     result = check_leaves_of(lambda t: [1, "w"])
     assert len(result.messages) == 6
     assert result.messages[0] == "on y = (w * x).sum(), leaves_of returned int, str; return tensors"
+
+
+# --- the text comes from the notebook's text file ------------------------------------------------
+
+
+def test_the_feedback_text_comes_from_the_notebooks_toml(monkeypatch):
+    """The messages are read from [feedback] in helpers/text/en/01_leaf_nodes.toml:
+    a string edited there (words reordered, placeholders kept) is what the checker says."""
+    english = language._file
+    edited = {"kinds_success": "{count} of {count} right.", "unfilled": "still to predict: {names}"}
+
+    def with_edits(code, name):
+        data = english(code, name)
+        if (code, name) != ("en", "01_leaf_nodes"):
+            return data
+        return {**data, "feedback": {**data["feedback"], **edited}}
+
+    monkeypatch.setattr(language, "_file", with_edits)
+    tensors = {"p": nn.Parameter(torch.ones(2)), "q": torch.zeros(2)}
+    assert repr(check_kinds({"p": "leaf, requires grad", "q": "leaf, no grad"}, **tensors)) == (
+        "✅ 2 of 2 right."
+    )
+    assert check_kinds({"p": ...}, **tensors).messages[0] == "still to predict: p, q"

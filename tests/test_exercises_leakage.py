@@ -6,6 +6,7 @@ import re
 import pytest
 import torch
 
+from helpers import language
 from helpers.exercises.leakage import CASES, check_clip, clip_reference
 
 
@@ -205,3 +206,21 @@ def test_the_cases_are_not_changed_by_a_checker_run():
     before = [g.clone() for g, _ in CASES]
     check_clip(lambda g, c: g.mul_(0.5))
     assert all(torch.equal(a, g) for a, (g, _) in zip(before, CASES, strict=True))
+
+
+def test_messages_come_from_the_text_file(monkeypatch):
+    """The feedback is read from helpers/text/en/07_split_across_processes.toml, not written in
+    code."""
+    real = language._file
+
+    def edited(code, name):
+        data = real(code, name)
+        if name != "07_split_across_processes":
+            return data
+        return {
+            **data,
+            "feedback": {**data["feedback"], "clip_not_function": "no function: {type}"},
+        }
+
+    monkeypatch.setattr(language, "_file", edited)
+    assert check_clip(3).messages == ["no function: int"]

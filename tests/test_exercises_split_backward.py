@@ -4,6 +4,7 @@ import pytest
 import torch
 from torch import nn
 
+from helpers import language
 from helpers.exercises.split_backward import (
     check_handoff,
     check_one_optimizer,
@@ -310,3 +311,19 @@ def test_token_loss_sum_detached_and_wrong():
 
 def test_token_loss_bad_out_never_raises():
     assert "shape [1, 5, 3]" in text(check_token_loss(..., ONES, ...))
+
+
+def test_messages_come_from_the_text_file(monkeypatch):
+    """The feedback is read from helpers/text/en/06_split_backward_three_models.toml (06b's too),
+    not written in code."""
+    real = language._file
+
+    def edited(code, name):
+        data = real(code, name)
+        if name != "06_split_backward_three_models":
+            return data
+        changed = {"grads_missing": "model {k}, nothing: {how}", "how_stage1": "run f1.backward"}
+        return {**data, "feedback": {**data["feedback"], **changed}}
+
+    monkeypatch.setattr(language, "_file", edited)
+    assert handoff(right2).messages == ["model 1, nothing: run f1.backward"]

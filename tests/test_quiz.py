@@ -327,3 +327,18 @@ def test_a_typed_result_is_caught_and_a_placeholder_is_computed():
         broken.run()
     braces = replace(q, fact="a dict: {{k: 1}}, w is {w}")
     assert braces.run().fact == "a dict: {k: 1}, w is [0.8, 1.6]"
+
+
+def test_check_order_feedback_comes_from_the_notebook_text_file(monkeypatch):
+    from helpers import language
+
+    english = language._file
+
+    def edited(code, name):
+        data = english(code, name)
+        if name != "10_check_yourself":
+            return data
+        return {**data, "feedback": {**data["feedback"], "order_not_names": "names, please"}}
+
+    monkeypatch.setattr(language, "_file", edited)
+    assert check_order("abc", build_exercise).messages == ["names, please"]

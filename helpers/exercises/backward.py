@@ -7,8 +7,12 @@ from collections.abc import Callable
 import torch
 
 from helpers.checks import CheckResult, clean_message, feedback
+from helpers.language import say
 
 __all__ = ["check_mean_gradient", "check_sgd_step"]
+
+#: The text file the learner-facing messages come from (its [feedback] table).
+TEXT = "02_backward_and_optimizers"
 
 SGD_LR = 0.5
 MEAN_W = [1.0, -2.0, 3.0, 0.5]
@@ -16,6 +20,10 @@ MEAN_W = [1.0, -2.0, 3.0, 0.5]
 
 def _values(t: torch.Tensor) -> list:
     return t.detach().tolist()
+
+
+def _raised(error: str, err: BaseException) -> str:
+    return say(TEXT, "feedback.sgd_step_raised", error=error, message=clean_message(str(err)))
 
 
 def _sgd_case() -> dict[str, torch.Tensor]:
@@ -32,13 +40,10 @@ def _sgd_case() -> dict[str, torch.Tensor]:
 
 def check_sgd_step(sgd_step: Callable[..., object]) -> CheckResult:
     """Check a hand-written SGD step: p <- p - lr * p.grad in place, then p.grad = None."""
-    if sgd_step is Ellipsis or not callable(sgd_step):
-        return feedback(
-            [
-                f"sgd_step is {'still `...`' if sgd_step is Ellipsis else type(sgd_step).__name__}"
-                ": define a function `def sgd_step(params, lr):` and pass it, without calling it"
-            ]
-        )
+    if sgd_step is Ellipsis:
+        return feedback([say(TEXT, "feedback.sgd_step_unfilled")])
+    if not callable(sgd_step):
+        return feedback([say(TEXT, "feedback.sgd_step_not_callable", type=type(sgd_step).__name__)])
     params = _sgd_case()
     before = {name: p.detach().clone() for name, p in params.items()}
     grads = {name: None if p.grad is None else p.grad.clone() for name, p in params.items()}
@@ -46,109 +51,68 @@ def check_sgd_step(sgd_step: Callable[..., object]) -> CheckResult:
         sgd_step(list(params.values()), SGD_LR)
     except RuntimeError as err:
         if "leaf Variable that requires grad" in str(err):
-            return feedback(
-                [
-                    "autograd refused the in-place update of a parameter (a leaf that requires "
-                    "grad): put the update inside `with torch.no_grad():`"
-                ]
-            )
-        return feedback([f"sgd_step raised RuntimeError: {clean_message(str(err))}"])
+            return feedback([say(TEXT, "feedback.in_place_refused")])
+        return feedback([_raised("RuntimeError", err)])
     except TypeError as err:
         if "NoneType" in str(err):
-            return feedback(
-                [
-                    "sgd_step failed on a parameter whose .grad is None (it got no gradient). "
-                    "Skip such parameters, as optimizer.step() does: "
-                    "`if p.grad is None: continue`"
-                ]
-            )
-        return feedback([f"sgd_step raised TypeError: {clean_message(str(err))}"])
+            return feedback([say(TEXT, "feedback.grad_none_not_skipped")])
+        return feedback([_raised("TypeError", err)])
     except Exception as err:
-        return feedback([f"sgd_step raised {type(err).__name__}: {clean_message(str(err))}"])
+        return feedback([_raised(type(err).__name__, err)])
 
     moving = ["weight", "bias"]
     if all(torch.equal(params[n].detach(), before[n]) for n in moving):
-        return feedback(
-            [
-                "the parameters did not change. Is the `...` still there? Update each parameter "
-                "in place (`p -= lr * p.grad` or `p.sub_(lr * p.grad)`); `p = p - lr * p.grad` "
-                "only rebinds a local name and leaves the parameter as it was"
-            ]
-        )
+        return feedback([say(TEXT, "feedback.params_unchanged")])
     problems = []
     for name in moving:
         p, old, grad = params[name], before[name], grads[name]
         now = p.detach()
         if torch.allclose(now, old + SGD_LR * grad):
             problems.append(
-                f"{name} moved uphill ({_values(old)} -> {_values(now)}): that is p + lr*grad. "
-                "SGD subtracts: p <- p - lr * p.grad"
+                say(TEXT, "feedback.moved_uphill", name=name, old=_values(old), new=_values(now))
             )
         elif torch.allclose(now, old - grad):
-            problems.append(
-                f"{name} moved by the whole gradient: multiply p.grad by lr before subtracting"
-            )
+            problems.append(say(TEXT, "feedback.whole_gradient", name=name))
         elif not torch.allclose(now, old - SGD_LR * grad):
             problems.append(
-                f"{name} is {_values(now)} after the step, but p - lr*p.grad with lr = {SGD_LR} "
-                f"is {_values(old - SGD_LR * grad)}"
+                say(
+                    TEXT,
+                    "feedback.wrong_step",
+                    name=name,
+                    got=_values(now),
+                    lr=SGD_LR,
+                    expected=_values(old - SGD_LR * grad),
+                )
             )
         if not p.requires_grad:
-            problems.append(f"{name} no longer requires grad: update its values, not its flags")
+            problems.append(say(TEXT, "feedback.no_longer_requires_grad", name=name))
     if not torch.equal(params["frozen"].detach(), before["frozen"]):
-        problems.append(
-            "a parameter whose .grad was None moved: optimizer.step() skips such parameters"
-        )
+        problems.append(say(TEXT, "feedback.frozen_moved"))
     if problems:
         return feedback(problems)
     for name, p in params.items():
         if p.grad is None:
             continue
         if torch.count_nonzero(p.grad) == 0:
-            problems.append(
-                f"{name}.grad is a tensor of zeros; the exercise asks for None (what zero_grad() "
-                "does by default): `p.grad = None`"
-            )
+            problems.append(say(TEXT, "feedback.grad_zeros", name=name))
         else:
-            problems.append(
-                f"{name}.grad is still set after the step: set `p.grad = None` so the next "
-                "backward() does not add onto it"
-            )
+            problems.append(say(TEXT, "feedback.grad_still_set", name=name))
         break
-    return feedback(
-        problems,
-        success="Your sgd_step does what torch.optim.SGD(params, lr=0.5).step() does, "
-        "followed by zero_grad().",
-    )
+    return feedback(problems, success=say(TEXT, "feedback.sgd_step_success", lr=SGD_LR))
 
 
 def check_mean_gradient(gradient: object) -> CheckResult:
     """Check the `gradient` that makes `y.backward(gradient)` give the gradient of `y.mean()`."""
     n = len(MEAN_W)
     if gradient is Ellipsis:
-        return feedback(
-            [f"gradient is still `...`: replace it with a tensor shaped like y ({n} elements)"]
-        )
+        return feedback([say(TEXT, "feedback.gradient_unfilled", n=n)])
     if gradient is None:
-        return feedback(
-            [
-                f"gradient is None: backward() can only supply it for a scalar, and y has {n} "
-                "elements. Pass one value per element of y"
-            ]
-        )
+        return feedback([say(TEXT, "feedback.gradient_none", n=n)])
     if not isinstance(gradient, torch.Tensor):
-        return feedback(
-            [
-                f"gradient is a {type(gradient).__name__}, not a tensor: wrap it, e.g. "
-                "torch.tensor([...]), or build it with torch.full_like(y, ...)"
-            ]
-        )
+        return feedback([say(TEXT, "feedback.gradient_not_a_tensor", type=type(gradient).__name__)])
     if gradient.shape != (n,):
         return feedback(
-            [
-                f"gradient has shape {list(gradient.shape)} but y has shape [{n}]: backward() "
-                "needs exactly one gradient value per element of y"
-            ]
+            [say(TEXT, "feedback.gradient_wrong_shape", shape=list(gradient.shape), n=n)]
         )
     w = torch.tensor(MEAN_W, requires_grad=True)
     y = w * w
@@ -156,32 +120,30 @@ def check_mean_gradient(gradient: object) -> CheckResult:
         y.backward(gradient=gradient)
     except Exception as err:
         message = clean_message(str(err))
-        return feedback([f"y.backward(gradient) raised {type(err).__name__}: {message}"])
+        return feedback(
+            [say(TEXT, "feedback.backward_raised", error=type(err).__name__, message=message)]
+        )
     expected = torch.full((n,), 1.0 / n)
     given = gradient.detach().to(torch.float32)
     if torch.allclose(given, expected) and w.grad is not None:
         return feedback(
-            [],
-            success=f"w.grad = {_values(w.grad)}, the gradient of y.mean(): each element of y "
-            f"counts 1/{n}.",
+            [], success=say(TEXT, "feedback.mean_gradient_success", grad=_values(w.grad), n=n)
         )
     if torch.allclose(given, torch.ones(n)):
-        return feedback(
-            [
-                "all ones gives the gradient of y.sum(), not of y.mean(): the mean divides the "
-                f"sum by {n}, so each element's weight is 1/{n}"
-            ]
-        )
+        return feedback([say(TEXT, "feedback.all_ones", n=n)])
     if torch.all(given == given[0]):
         return feedback(
-            [
-                f"every element has the same weight, good, but it should be 1/{n} = {1 / n}, not "
-                f"{given[0].item():g}: d(mean)/d(y_i) = 1/{n}"
-            ]
+            [say(TEXT, "feedback.same_wrong_weight", n=n, weight=1 / n, got=f"{given[0].item():g}")]
         )
     return feedback(
         [
-            f"y.mean() = (y[0] + ... + y[{n - 1}]) / {n} weighs every element the same, so the "
-            f"gradient must be {1 / n} in every position; yours is {_values(given)}"
+            say(
+                TEXT,
+                "feedback.uneven_weights",
+                last=n - 1,
+                n=n,
+                weight=1 / n,
+                got=_values(given),
+            )
         ]
     )

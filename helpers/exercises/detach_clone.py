@@ -13,8 +13,12 @@ from typing import Any
 import torch
 
 from helpers.checks import CheckResult, call_learner, clean_message, feedback
+from helpers.language import say
 
 __all__ = ["check_cut", "check_sgd_update", "check_snapshot"]
+
+#: The text file the learner-facing messages come from (its [feedback] table).
+TEXT = "03_detach_and_clone"
 
 _W = [1.0, 2.0, 3.0]  # the weights the checkers hand to the learner's functions
 _LR = 0.25  # with the loss sum(w * w), w.grad = 2w and one step gives w = [0.5, 1.0, 1.5]
@@ -25,18 +29,39 @@ def _same_storage(a: torch.Tensor, b: torch.Tensor) -> bool:
 
 
 def _error_text(name: str, err: BaseException) -> str:
-    return f"{name} raised {type(err).__name__}: {clean_message(str(err))}"
+    return say(
+        TEXT,
+        "feedback.raised",
+        name=name,
+        error=type(err).__name__,
+        message=clean_message(str(err)),
+    )
 
 
-def _not_a_tensor(name: str, result: Any, what: str) -> str | None:
-    """A message when a function returned the placeholder, nothing, or not a tensor."""
+def _not_a_function(checker: str, function: str, value: object) -> str:
+    return say(
+        TEXT,
+        "feedback.not_a_function",
+        checker=checker,
+        function=function,
+        type=type(value).__name__,
+    )
+
+
+def _not_a_tensor(name: str, result: Any, source: str) -> str | None:
+    """A message when a function returned the placeholder, nothing, or not a tensor; `source`
+    is the tensor the answer should be built from."""
     if result is Ellipsis:
-        return f"{name} still returns `...`: replace the `...` with {what}."
+        return say(TEXT, "feedback.returns_placeholder", name=name, source=source)
     if result is None:
-        return f"{name} returned None: did you forget `return`?"
+        return say(TEXT, "feedback.returned_none", name=name)
     if not isinstance(result, torch.Tensor):
-        return f"{name} returned a {type(result).__name__}, not a tensor."
+        return say(TEXT, "feedback.returned_not_a_tensor", name=name, type=type(result).__name__)
     return None
+
+
+def _warned(messages: list[str]) -> list[str]:
+    return [say(TEXT, "feedback.pytorch_warned", message=message) for message in messages]
 
 
 def _values(t: torch.Tensor) -> list[float]:
@@ -47,46 +72,37 @@ def check_snapshot(take_snapshot: Callable[[torch.Tensor], Any]) -> CheckResult:
     """Check `take_snapshot(w)`: a copy of w's values that outlives an in-place update of w."""
     name = "take_snapshot(w)"
     if not callable(take_snapshot):
-        return feedback(
-            [
-                f"pass the function itself: check_snapshot(take_snapshot), not a "
-                f"{type(take_snapshot).__name__}."
-            ]
-        )
+        return feedback([_not_a_function("check_snapshot", "take_snapshot", take_snapshot)])
     w = torch.tensor(_W, requires_grad=True)
     before, warned, err = call_learner(take_snapshot, w)
     if err is not None:
         return feedback([_error_text(name, err)])
-    problem = _not_a_tensor(name, before, "an expression built from w")
+    problem = _not_a_tensor(name, before, "w")
     if problem:
         return feedback([problem])
     if before is w:
-        return feedback([f"{name} returned w itself: a snapshot must be a new tensor."])
+        return feedback([say(TEXT, "feedback.snapshot_is_w", name=name)])
     problems = []
     if before.shape != w.shape:
-        problems.append(f"the snapshot has shape {list(before.shape)}, w has {list(w.shape)}.")
+        problems.append(
+            say(TEXT, "feedback.snapshot_shape", shape=list(before.shape), w_shape=list(w.shape))
+        )
     elif _values(before) != _values(w):
-        problems.append(f"the snapshot holds {_values(before)}, but w holds {_values(w)}.")
+        problems.append(
+            say(TEXT, "feedback.snapshot_values", got=_values(before), expected=_values(w))
+        )
     if before.grad_fn is not None:
         problems.append(
-            f"the snapshot is still in the graph (grad_fn {type(before.grad_fn).__name__}): "
-            "add .detach() so it does not require grad."
+            say(TEXT, "feedback.snapshot_in_graph", grad_fn=type(before.grad_fn).__name__)
         )
     elif before.requires_grad:
-        problems.append("the snapshot requires grad: a record of values should not; use .detach().")
+        problems.append(say(TEXT, "feedback.snapshot_requires_grad"))
     if before.numel() and _same_storage(before, w):
-        problems.append(
-            "the snapshot shares memory with w (detach() and .data copy nothing): the next "
-            "in-place update of w would change it too. Add .clone()."
-        )
-    for message in warned:
-        problems.append(f"PyTorch warned: {message}")
+        problems.append(say(TEXT, "feedback.snapshot_shares_memory"))
+    problems += _warned(warned)
     # A snapshot with w's values, outside the graph and in memory of its own: an in-place
     # update of w (what an optimizer step does) cannot reach it.
-    return feedback(
-        problems,
-        success="Correct: a copy (own memory), outside the graph, unchanged by updates of w.",
-    )
+    return feedback(problems, success=say(TEXT, "feedback.snapshot_success"))
 
 
 def _joint_gradient() -> torch.Tensor:
@@ -99,64 +115,44 @@ def check_cut(cut: Callable[[torch.Tensor], Any]) -> CheckResult:
     """Check `cut(f1)`: a new leaf with f1's values that receives a .grad, as in split learning."""
     name = "cut(f1)"
     if not callable(cut):
-        return feedback([f"pass the function itself: check_cut(cut), not a {type(cut).__name__}."])
+        return feedback([_not_a_function("check_cut", "cut", cut)])
     x = torch.tensor(_W, requires_grad=True)
     f1 = x * x  # model 1
     ff1, warned, err = call_learner(cut, f1)
     if err is not None:
         return feedback([_error_text(name, err)])
-    problem = _not_a_tensor(name, ff1, "an expression built from f1")
+    problem = _not_a_tensor(name, ff1, "f1")
     if problem:
         return feedback([problem])
     if ff1 is f1:
-        return feedback([f"{name} returned f1 itself: nothing was cut."])
+        return feedback([say(TEXT, "feedback.cut_is_f1", name=name)])
     problems = []
     if ff1.shape != f1.shape or _values(ff1) != _values(f1):
-        problems.append(f"ff1 holds {_values(ff1)}, but f1 holds {_values(f1)}.")
+        problems.append(say(TEXT, "feedback.cut_values", got=_values(ff1), expected=_values(f1)))
     if ff1.grad_fn is not None:
-        problems.append(
-            f"ff1 is still connected to f1's graph (grad_fn {type(ff1.grad_fn).__name__}): "
-            "add .detach(), or backward from model 2 runs straight into model 1."
-        )
+        problems.append(say(TEXT, "feedback.cut_in_graph", grad_fn=type(ff1.grad_fn).__name__))
     elif not ff1.requires_grad:
-        problems.append(
-            "ff1.requires_grad is False, so ff1.grad will stay None: did you call "
-            "requires_grad_() on the cut?"
-        )
+        problems.append(say(TEXT, "feedback.cut_no_grad"))
     if ff1.numel() and _same_storage(ff1, f1):
-        problems.append(
-            "ff1 shares memory with f1 (detach() copies nothing): in one process, an in-place "
-            "edit on one side would change the other. Add .clone(), so the hand-off is a copy "
-            "(over a wire the receiver gets a copy anyway)."
-        )
-    for message in warned:
-        problems.append(f"PyTorch warned: {message}")
+        problems.append(say(TEXT, "feedback.cut_shares_memory"))
+    problems += _warned(warned)
     if problems:
         return feedback(problems)
     f2 = (ff1 * torch.tensor([1.0, -2.0, 3.0])).sum()  # model 2 and its loss
     f2.backward()
     if x.grad is not None:
-        return feedback(["backward from model 2 reached x: ff1 is not a real cut."])
+        return feedback([say(TEXT, "feedback.cut_reached_x")])
     f1.backward(ff1.grad)  # model 1 continues from the gradient at the cut
     if x.grad is None or not torch.allclose(x.grad, _joint_gradient()):
-        return feedback(["the two-stage backward does not give the joint gradient for x."])
-    return feedback(
-        [],
-        success="Correct: ff1 is a new leaf with its own copy of f1's values; the two-stage "
-        "backward gives exactly the joint gradient.",
-    )
+        return feedback([say(TEXT, "feedback.cut_wrong_gradient")])
+    return feedback([], success=say(TEXT, "feedback.cut_success"))
 
 
 def check_sgd_update(sgd_update: Callable[[torch.Tensor, float], Any]) -> CheckResult:
     """Check `sgd_update(w, lr)`: w <- w - lr * w.grad in place, seen by autograd (no .data)."""
     name = "sgd_update(w, lr)"
     if not callable(sgd_update):
-        return feedback(
-            [
-                f"pass the function itself: check_sgd_update(sgd_update), not a "
-                f"{type(sgd_update).__name__}."
-            ]
-        )
+        return feedback([_not_a_function("check_sgd_update", "sgd_update", sgd_update)])
     w = torch.tensor(_W, requires_grad=True)
     (w * w).sum().backward()  # w.grad = 2w = [2, 4, 6]
     start = w.detach().clone()
@@ -166,34 +162,20 @@ def check_sgd_update(sgd_update: Callable[[torch.Tensor, float], Any]) -> CheckR
     _, warned, err = call_learner(sgd_update, w, _LR)
     if err is not None:
         if "leaf Variable that requires grad" in str(err):
-            return feedback(
-                [
-                    "an in-place update of a leaf that requires grad raises unless it runs "
-                    "inside `with torch.no_grad():`.",
-                ]
-            )
+            return feedback([say(TEXT, "feedback.update_needs_no_grad")])
         return feedback([_error_text(name, err)])
     problems = []
     if not (w.is_leaf and w.requires_grad):
-        problems.append("w is no longer a leaf that requires grad: update its values only.")
+        problems.append(say(TEXT, "feedback.update_not_a_leaf"))
     if torch.equal(w.detach(), start):
-        problems.append(
-            "w did not change: update it in place (`w -= ...` or `w.sub_(...)` inside "
-            "`with torch.no_grad():`). `w = w - ...` only rebinds the local name."
-        )
+        problems.append(say(TEXT, "feedback.update_unchanged"))
     elif torch.allclose(w.detach(), wrong_way):
-        problems.append("w moved up the gradient: subtract lr * w.grad, don't add it.")
+        problems.append(say(TEXT, "feedback.update_uphill"))
     elif not torch.allclose(w.detach(), expected):
-        problems.append(f"w holds {_values(w)}, expected {_values(expected)} (w - lr * w.grad).")
-    elif w._version == version:
         problems.append(
-            "w's version counter did not move, so autograd cannot see the update: that is "
-            "what .data does. Use `with torch.no_grad(): w -= lr * w.grad` instead."
+            say(TEXT, "feedback.update_values", got=_values(w), expected=_values(expected))
         )
-    for message in warned:
-        problems.append(f"PyTorch warned: {message}")
-    return feedback(
-        problems,
-        success="Correct: w changed in place, is still a leaf, and its version counter moved "
-        "(autograd can see the update).",
-    )
+    elif w._version == version:
+        problems.append(say(TEXT, "feedback.update_unseen"))
+    problems += _warned(warned)
+    return feedback(problems, success=say(TEXT, "feedback.update_success"))

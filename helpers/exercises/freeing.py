@@ -9,9 +9,13 @@ import torch
 import torch.nn.functional as F
 
 from helpers.checks import CheckResult, feedback
+from helpers.language import say
 from helpers.memory import track_saved
 
 __all__ = ["check_kept_alive", "check_one_backward"]
+
+#: The notebook whose text file holds this module's messages ([feedback] there).
+TEXT = "05_freeing_the_graph"
 
 FLOAT32_BYTES = 4
 #: (batch, width, depth) sizes on which a memory prediction is checked
@@ -69,55 +73,31 @@ def _check_one_backward(
         try:
             fn(loss, z)
         except Exception as err:  # the learner's code: report, never raise
-            hint = ""
-            if "second time" in str(err):
-                hint = (
-                    " (the second backward() met saved tensors the first one freed: "
-                    "add the two losses and call backward() once)"
-                )
-            return feedback([f"your function raised {_error_text(err)}{hint}"])
+            key = "raised_second_backward" if "second time" in str(err) else "raised"
+            return feedback([say(TEXT, f"feedback.{key}", error=_error_text(err))])
         got = _grads(net)
         missing = [name for name, g in got.items() if g is None]
         if len(missing) == len(got):
-            return feedback(
-                [
-                    "no parameter has a .grad yet: call backward() once, on loss + z "
-                    "(still a `...` in the cell?)"
-                ]
-            )
+            return feedback([say(TEXT, "feedback.no_grad_yet")])
         if missing:
-            return feedback(
-                [f"net.{n}.grad is None: did backward() start from loss + z?" for n in missing]
-            )
+            return feedback([say(TEXT, "feedback.grad_none", name=n) for n in missing])
         problems = []
         reads = max(log.unpacks, default=0)
         if reads > 1:
-            problems.append(
-                f"backward ran through the shared layers {reads} times (their saved tensors were "
-                "read that often): add the losses and call backward() once"
-            )
+            problems.append(say(TEXT, "feedback.backward_repeated", reads=reads))
         if _same(got, _reference_grads(make_net, x, labels, "loss")):
-            problems.append("the gradients are those of loss alone: z is missing from the sum")
+            problems.append(say(TEXT, "feedback.loss_only"))
         elif _same(got, _reference_grads(make_net, x, labels, "z")):
-            problems.append("the gradients are those of z alone: loss is missing from the sum")
+            problems.append(say(TEXT, "feedback.z_only"))
         elif not _same(got, expected) and not problems:
             wrong = [k for k in got if not torch.allclose(got[k], expected[k], atol=1e-6)]
-            problems.append(
-                f"net.{wrong[0]}.grad differs from the gradient of loss + z: call backward() "
-                "once, on the sum"
-            )
+            problems.append(say(TEXT, "feedback.grad_differs", name=wrong[0]))
         held = log.alive_bytes()
         if held:
-            problems.append(
-                f"after your code the graph still holds {held} bytes of saved tensors: "
-                "drop retain_graph=True, one backward() does not need it"
-            )
-        return feedback(
-            problems,
-            success="One backward pass through the shared layers, and the graph is freed.",
-        )
+            problems.append(say(TEXT, "feedback.graph_retained", held=held))
+        return feedback(problems, success=say(TEXT, "feedback.one_backward_success"))
     except Exception as err:  # a broken make_net or inputs: say so instead of stopping Run All
-        return feedback([f"could not run the check: {_error_text(err)}"])
+        return feedback([say(TEXT, "feedback.check_failed", error=_error_text(err))])
 
 
 def _measure(
@@ -137,24 +117,10 @@ def _hint(predicted: dict[tuple[int, int, int], float]) -> str:
     """A hint for a typical wrong formula: the one that matches every prediction, if any."""
     f = FLOAT32_BYTES
     wrong = [
-        (
-            lambda b, w, d: d * b * w,
-            "that is the number of elements; a float32 element takes 4 bytes",
-        ),
-        (
-            lambda b, w, d: 2 * d * b * w * f,
-            "twice too much: a ReLU output is saved by ReluBackward0 and by the next "
-            "AddmmBackward0, but it is one storage (count it once), and the Linear output "
-            "before the ReLU is not saved at all",
-        ),
-        (
-            lambda b, w, d: (d + 1) * b * w * f,
-            "the input x is held by you anyway: count only what the graph alone keeps alive",
-        ),
-        (
-            lambda b, w, d: (d - 1) * b * w * f,
-            "one activation short: the last ReLU output is saved too, by its ReluBackward0",
-        ),
+        (lambda b, w, d: d * b * w, "hint_elements"),
+        (lambda b, w, d: 2 * d * b * w * f, "hint_twice"),
+        (lambda b, w, d: (d + 1) * b * w * f, "hint_input"),
+        (lambda b, w, d: (d - 1) * b * w * f, "hint_short"),
     ]
     params = [
         lambda b, w, d: d * (b * w + w * w + w) * f,
@@ -163,17 +129,11 @@ def _hint(predicted: dict[tuple[int, int, int], float]) -> str:
         lambda b, w, d: ((d + 1) * b * w + d * (w * w + w)) * f,
         lambda b, w, d: ((d + 1) * b * w + (d - 1) * w * w) * f,
     ]
-    wrong += [
-        (
-            formula,
-            "parameters are held by the model anyway: count only what the graph alone keeps alive",
-        )
-        for formula in params
-    ]
-    for formula, hint in wrong:
+    wrong += [(formula, "hint_params") for formula in params]
+    for formula, key in wrong:
         if all(predicted[size] == formula(*size) for size in predicted):
-            return hint
-    return "look at the table in section 8: which saved tensors are held by the graph only?"
+            return say(TEXT, f"feedback.{key}")
+    return say(TEXT, "feedback.hint_other")
 
 
 def check_kept_alive(
@@ -187,30 +147,32 @@ def check_kept_alive(
         try:
             value = kept_alive(*size)
         except Exception as err:  # the learner's code: report, never raise
-            return feedback([f"{call} raised {_error_text(err)}"])
+            return feedback(
+                [say(TEXT, "feedback.formula_raised", call=call, error=_error_text(err))]
+            )
         if isinstance(value, torch.Tensor) and value.numel() == 1:
             value = value.item()
         if isinstance(value, bool) or not isinstance(value, numbers.Real):
             shown = "..." if value is Ellipsis else type(value).__name__
-            return feedback(
-                [f"{call} returned {shown}, not a number of bytes: replace the ... with a formula"]
-            )
+            return feedback([say(TEXT, "feedback.not_bytes", call=call, shown=shown)])
         predicted[size] = value
     for size in SIZES:
         batch, width, depth = size
         try:
             actual = _measure(make_mlp, batch, width, depth)
         except Exception as err:  # a broken make_mlp: say so instead of stopping Run All
-            return feedback([f"could not measure make_mlp({width}, {depth}): {_error_text(err)}"])
+            error = _error_text(err)
+            problem = say(TEXT, "feedback.measure_failed", width=width, depth=depth, error=error)
+            return feedback([problem])
         if predicted[size] != actual:
             call = "kept_alive({}, {}, {})".format(*size)
-            return feedback(
-                [
-                    f"{call} = {predicted[size]:g}, but that graph keeps {actual} bytes alive: "
-                    + _hint(predicted)
-                ]
+            message = say(
+                TEXT,
+                "feedback.wrong_bytes",
+                call=call,
+                predicted=f"{predicted[size]:g}",
+                actual=actual,
+                hint=_hint(predicted),
             )
-    return feedback(
-        [],
-        success="Right: one float32 (batch, width) activation per block, each storage once.",
-    )
+            return feedback([message])
+    return feedback([], success=say(TEXT, "feedback.kept_alive_success"))

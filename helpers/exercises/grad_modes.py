@@ -18,6 +18,7 @@ import torch
 from torch import nn
 
 from helpers.checks import CheckResult, call_learner, clean_message, feedback
+from helpers.language import say
 from helpers.params import ParamDiff, param_diff, snapshot
 
 __all__ = ["check_freeze_middle", "check_real_leaf", "check_train"]
@@ -25,7 +26,8 @@ __all__ = ["check_freeze_middle", "check_real_leaf", "check_train"]
 _VALUES = [1.0, -2.0, 4.0]  # what check_real_leaf passes to make_weight(values)
 _SCALE = 0.01
 _LR = 0.0625  # the step the checkers take; with these weights the loss falls step after step
-_CUT_CALLS = "detach(), .data, torch.tensor(...), .item(), or a torch.no_grad() block"
+_NO_GRAPH = "does not require grad and does not have a grad_fn"  # torch's error for a cut loss
+TEXT = "08_grad_modes_and_why_nothing_learns"
 
 
 class _ThreeLayers(nn.Module):
@@ -49,22 +51,24 @@ def _data() -> tuple[torch.Tensor, torch.Tensor]:
     return torch.tensor([[1.0, 2.0], [2.0, -1.0]]), torch.tensor([[1.0], [2.5]])
 
 
-def _error_text(name: str, err: BaseException) -> str:
-    text = f"{name} raised {type(err).__name__}: {clean_message(str(err))}"
-    if "does not require grad and does not have a grad_fn" in str(err):
-        text = text.rstrip(".") + (
-            ". The loss has no graph behind it: find what cut it (" + _CUT_CALLS + "); setting "
-            "loss.requires_grad = True hides the error but trains nothing."
-        )
-    return text
+def _say(key: str, **values: Any) -> str:
+    return say(TEXT, f"feedback.{key}", **values)
+
+
+def _error_text(call: str, err: BaseException, key: str = "raised") -> str:
+    """Message `key` (`raised`, `step_failed`) about the learner's error; for a loss with no
+    graph behind it, followed by where to look for the cut."""
+    message = clean_message(str(err))
+    if _NO_GRAPH not in str(err):
+        return _say(key, call=call, error=type(err).__name__, message=message)
+    failure = _say(key, call=call, error=type(err).__name__, message=message.rstrip("."))
+    return _say("no_graph", failure=failure)
 
 
 def _not_callable(func: object, checker: str, name: str) -> CheckResult | None:
     if callable(func):
         return None
-    return feedback(
-        [f"pass the function itself: {checker}({name}), not a {type(func).__name__}."]
-    )
+    return feedback([_say("not_callable", checker=checker, name=name, type=type(func).__name__)])
 
 
 def _values(t: torch.Tensor) -> list[float]:
@@ -88,36 +92,25 @@ def check_real_leaf(make_weight: Callable[[list[float]], Any]) -> CheckResult:
     if err is not None:
         return feedback([_error_text(name, err)])
     if w is Ellipsis:
-        return feedback([f"{name} still returns `...`: replace the `...` with your tensor."])
+        return feedback([_say("weight_unfilled", call=name)])
     if w is None:
-        return feedback([f"{name} returned None: did you forget `return`?"])
+        return feedback([_say("returned_none", call=name)])
     if not isinstance(w, torch.Tensor):
-        return feedback([f"{name} returned a {type(w).__name__}, not a tensor."])
+        return feedback([_say("not_a_tensor", call=name, type=type(w).__name__)])
     expected = [round(v * _SCALE, 6) for v in _VALUES]
     problems = []
     if w.grad_fn is not None:
-        problems.append(
-            f"w is not a leaf: it is the result of an operation (grad_fn {w.grad_fn.name()}), "
-            "so backward fills the .grad of the tensor before that step, not w's, and an "
-            "optimizer refuses w (\"can't optimize a non-leaf Tensor\"). Give the dtype when you "
-            "create the tensor and scale it first, then call requires_grad_() (or scale it "
-            "under torch.no_grad())."
-        )
+        problems.append(_say("weight_not_leaf", grad_fn=w.grad_fn.name()))
     elif not w.requires_grad:
-        problems.append(
-            "w does not require grad, so backward gives it no gradient: call "
-            ".requires_grad_() on it last, or wrap it in nn.Parameter(...)."
-        )
+        problems.append(_say("weight_no_requires_grad"))
     if w.dtype != torch.float64:
-        problems.append(
-            f"w is {w.dtype}, not torch.float64: pass dtype=torch.float64 when you create it."
-        )
+        problems.append(_say("weight_dtype", dtype=w.dtype))
     if list(w.shape) != [len(_VALUES)]:
-        problems.append(f"w has shape {list(w.shape)}, expected [{len(_VALUES)}].")
+        problems.append(_say("weight_shape", shape=list(w.shape), expected=[len(_VALUES)]))
     elif _values(w) != expected:
-        problems.append(f"w holds {_values(w)}, expected {expected} (values * {_SCALE}).")
+        problems.append(_say("weight_values", values=_values(w), expected=expected, scale=_SCALE))
     for message in warned:
-        problems.append(f"PyTorch warned: {message}")
+        problems.append(_say("warned", message=message))
     if problems:
         return feedback(problems)
     optimizer = torch.optim.SGD([w], lr=1.0)
@@ -125,12 +118,8 @@ def check_real_leaf(make_weight: Callable[[list[float]], Any]) -> CheckResult:
     (w * w).sum().backward()
     optimizer.step()
     if torch.equal(before, w.detach()):
-        return feedback(["one SGD step did not move w."])
-    return feedback(
-        [],
-        success="Correct: a float64 leaf that requires grad; an optimizer accepts it, and one "
-        "step moves it.",
-    )
+        return feedback([_say("weight_did_not_move")])
+    return feedback([], success=_say("success_real_leaf"))
 
 
 # -- exercise 2: a training loop that learns ------------------------------------------------------
@@ -143,20 +132,11 @@ def _why_not_moved(diff: ParamDiff, model: nn.Module) -> list[str]:
     not_applied = [n for n in diff.unchanged if params[n].grad is not None]
     problems = []
     if no_grad and len(no_grad) == len(params):
-        problems.append(
-            "no parameter got a gradient: the loss has no graph behind it. Look for "
-            f"{_CUT_CALLS} around the forward pass; loss.requires_grad = True only hides this."
-        )
+        problems.append(_say("no_gradient_anywhere"))
     elif no_grad:
-        problems.append(
-            f"no gradient reached {_names(no_grad)}: the graph is cut between the loss and "
-            f"them. Look for {_CUT_CALLS} in the forward pass."
-        )
+        problems.append(_say("no_gradient_reached", names=_names(no_grad)))
     if not_applied:
-        problems.append(
-            f"{_names(not_applied)} got a gradient but did not move: the optimizer does not "
-            "hold them. Build it from model.parameters() of the model you train."
-        )
+        problems.append(_say("gradient_not_applied", names=_names(not_applied)))
     return problems
 
 
@@ -173,28 +153,24 @@ def check_train(train: Callable[..., Any]) -> CheckResult:
     if err is not None:
         return feedback([_error_text(name, err)])
     if losses is Ellipsis:
-        return feedback([f"{name} still returns `...`: return the list of losses."])
+        return feedback([_say("losses_unfilled", call=name)])
     ok_list = isinstance(losses, list | tuple) and all(isinstance(v, float) for v in losses)
     if not ok_list:
-        return feedback(
-            [
-                f"{name} should return the list of losses, one float per step "
-                f"(loss.item()); it returned {type(losses).__name__}."
-            ]
-        )
+        return feedback([_say("losses_not_a_list", call=name, type=type(losses).__name__)])
     diff = param_diff(before, model)
     problems = _why_not_moved(diff, model)
     if len(losses) < 2:
-        problems.append(f"{name} returned {len(losses)} loss(es): take at least two steps.")
+        problems.append(_say("too_few_losses", call=name, count=len(losses)))
     elif not losses[-1] < losses[0]:
-        problems.append(f"the loss did not fall: {losses[0]:.4g} at the first step, "
-                        f"{losses[-1]:.4g} at the last.")
+        problems.append(
+            _say("loss_did_not_fall", first=f"{losses[0]:.4g}", last=f"{losses[-1]:.4g}")
+        )
     for message in warned:
-        problems.append(f"PyTorch warned: {message}")
+        problems.append(_say("warned", message=message))
+    if problems:  # the success text is shown only without problems
+        return feedback(problems)
     return feedback(
-        problems,
-        success=f"Correct: every parameter moved, and the loss fell from {losses[0]:.4g} to "
-        f"{losses[-1]:.4g}." if len(losses) >= 2 else "Correct.",
+        [], success=_say("success_train", first=f"{losses[0]:.4g}", last=f"{losses[-1]:.4g}")
     )
 
 
@@ -212,9 +188,7 @@ def check_freeze_middle(freeze_middle: Callable[[nn.Module], Any]) -> CheckResul
     if err is not None:
         return feedback([_error_text(name, err)])
     if not any(p.requires_grad for p in model.parameters()):
-        return feedback(
-            ["every parameter is frozen, so nothing can learn: freeze only model.middle."]
-        )
+        return feedback([_say("all_frozen")])
     x, target = _data()
     before = snapshot(model)
     try:
@@ -222,30 +196,17 @@ def check_freeze_middle(freeze_middle: Callable[[nn.Module], Any]) -> CheckResul
         nn.functional.mse_loss(model(x), target).backward()
         optimizer.step()
     except Exception as err:  # e.g. everything frozen: the loss has no graph
-        return feedback([f"after {name}, a training step failed: {_error_text('it', err)}"])
+        return feedback([_error_text(name, err, key="step_failed")])
     diff = param_diff(before, model)
     moved_middle = [n for n in diff.changed if n.startswith("middle.")]
     frozen_other = [n for n in diff.unchanged if not n.startswith("middle.")]
     problems = []
     if moved_middle and not model.middle.training:
-        problems.append(
-            f"{_names(moved_middle)} still moved: eval() switches dropout and batch norm to "
-            "evaluation, it does not stop gradients. Use model.middle.requires_grad_(False)."
-        )
+        problems.append(_say("middle_moved_in_eval", names=_names(moved_middle)))
     elif moved_middle:
-        problems.append(
-            f"{_names(moved_middle)} still moved: every parameter of model.middle needs "
-            "requires_grad=False (model.middle.requires_grad_(False) sets them all)."
-        )
+        problems.append(_say("middle_moved", names=_names(moved_middle)))
     if frozen_other:
-        problems.append(
-            f"{_names(frozen_other)} did not move: freeze only the middle layer. A frozen layer "
-            "still passes the gradient through to the layers before it."
-        )
+        problems.append(_say("others_frozen", names=_names(frozen_other)))
     for message in warned:
-        problems.append(f"PyTorch warned: {message}")
-    return feedback(
-        problems,
-        success="Correct: middle is frozen (no gradient, no change); first and last still learn, "
-        "because the gradient flows through the frozen layer.",
-    )
+        problems.append(_say("warned", message=message))
+    return feedback(problems, success=_say("success_freeze_middle"))

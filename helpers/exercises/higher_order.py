@@ -11,6 +11,7 @@ from typing import Any
 import torch
 
 from helpers.checks import CheckResult, feedback
+from helpers.language import say
 from helpers.memory import track_saved
 
 __all__ = ["check_checkpointed", "check_hvp", "check_softsign"]
@@ -19,8 +20,12 @@ F64 = torch.float64
 #: The functions, points and directions on which a Hessian-vector product is checked.
 HVP_CASES: list[tuple[str, Callable[[torch.Tensor], torch.Tensor], list[float], list[float]]] = [
     ("x0² x1 + x1³", lambda x: x[0] ** 2 * x[1] + x[1] ** 3, [1.0, 2.0], [1.0, -1.0]),
-    ("sum(sin(x) · roll(x))", lambda x: (x.sin() * x.roll(1)).sum(), [0.5, -1.0, 2.0, 0.25],
-     [1.0, 0.0, -2.0, 0.5]),
+    (
+        "sum(sin(x) · roll(x))",
+        lambda x: (x.sin() * x.roll(1)).sum(),
+        [0.5, -1.0, 2.0, 0.25],
+        [1.0, 0.0, -2.0, 0.5],
+    ),
 ]
 #: Functions that build a whole Jacobian or Hessian: (module, attribute name).
 BUILDERS = [
@@ -34,11 +39,17 @@ BUILDERS = [
 SOFTSIGN_X = [-2.0, -0.5, 0.25, 1.5]
 SOFTSIGN_GRAD = [1.0, 2.0, -1.0, 0.5]
 REENTRANT_NODE = "CheckpointFunctionBackward"
+TEXT = "09_past_first_order"
 
 
-def _error_text(err: BaseException) -> str:
+def _say(key: str, **values: Any) -> str:
+    return say(TEXT, f"feedback.{key}", **values)
+
+
+def _error(err: BaseException) -> dict[str, str]:
+    """The placeholders `error` (its type) and `message` (its first line, cut) of an error."""
     first = str(err).strip().splitlines()[0] if str(err).strip() else ""
-    return f"{type(err).__name__}: {first[:160]}"
+    return {"error": type(err).__name__, "message": first[:160]}
 
 
 def _shown(t: torch.Tensor) -> str:
@@ -84,17 +95,14 @@ def _hvp_reference(f: Callable[[torch.Tensor], torch.Tensor], x: list[float], v:
 
 def _hvp_hint(name: str, got: torch.Tensor, x: list[float], v: list[float], refs) -> str:
     g, hv, h_ones = refs
-    where = f"for f = {name} at x = {x}, v = {v}"
+    where = {"f": name, "x": x, "v": v}
     if _close(got, g):
-        return (
-            f"{where} you returned the gradient of f, not H v: differentiate the dot product "
-            "(gradient · v) once more, which needs create_graph=True in the first grad call"
-        )
+        return _say("hvp_gradient", **where)
     if _close(got, h_ones):
-        return f"{where} you returned H times a vector of ones: v was ignored"
+        return _say("hvp_ones", **where)
     if _close(got, -hv):
-        return f"{where} the sign is flipped: expected {_shown(hv)}, got {_shown(got)}"
-    return f"{where} H v should be {_shown(hv)}, got {_shown(got)}"
+        return _say("hvp_sign_flipped", **where, expected=_shown(hv), got=_shown(got))
+    return _say("hvp_wrong", **where, expected=_shown(hv), got=_shown(got))
 
 
 def check_hvp(hvp: Callable[[Callable, torch.Tensor, torch.Tensor], object]) -> CheckResult:
@@ -107,41 +115,28 @@ def check_hvp(hvp: Callable[[Callable, torch.Tensor, torch.Tensor], object]) -> 
             with _recording_builders() as called:
                 got = hvp(f, point, direction)
         except Exception as err:  # the learner's code: report, never raise
-            hint = ""
-            if "does not require grad" in str(err):
-                hint = (
-                    " (the gradient you differentiated a second time has no graph: pass "
-                    "create_graph=True to the first torch.autograd.grad call)"
-                )
-            return feedback([f"hvp raised {_error_text(err)}{hint}"])
+            no_graph = "does not require grad" in str(err)
+            return feedback(
+                [_say("hvp_raised_no_graph" if no_graph else "hvp_raised", **_error(err))]
+            )
         built.update(called)
         if got is Ellipsis or got is None:
-            return feedback([f"hvp returned {'...' if got is Ellipsis else None}: return H v"])
+            return feedback([_say("hvp_returned_nothing", got="..." if got is Ellipsis else None)])
         if isinstance(got, tuple | list) and len(got) == 1:
-            return feedback(
-                ["hvp returned a tuple: torch.autograd.grad returns one gradient per input, "
-                 "take its element [0]"]
-            )
+            return feedback([_say("hvp_tuple")])
         if not isinstance(got, torch.Tensor):
-            return feedback([f"hvp returned a {type(got).__name__}, not a tensor"])
+            return feedback([_say("hvp_not_a_tensor", type=type(got).__name__)])
         n = len(x)
         if tuple(got.shape) == (n, n):
-            return feedback(
-                [f"hvp returned a {n}×{n} matrix: that is the Hessian itself; return H v, a "
-                 "vector with x's shape"]
-            )
+            return feedback([_say("hvp_matrix", n=n)])
         if tuple(got.shape) != (n,):
-            return feedback([f"hvp returned shape {tuple(got.shape)}; H v has x's shape ({n},)"])
+            return feedback([_say("hvp_shape", shape=tuple(got.shape), n=n)])
         refs = _hvp_reference(f, x, v)
         if not _close(got, refs[1]):
             return feedback([_hvp_hint(name, got, x, v, refs)])
     if built:
-        return feedback(
-            [f"the numbers are right, but you built the whole matrix with {sorted(built)[0]}: "
-             "an n-dimensional x costs n backward passes and n² numbers. Two grad calls give "
-             "H v at the cost of about one more backward pass"]
-        )
-    return feedback([], success="Right: H v from two backward passes, no n×n matrix built.")
+        return feedback([_say("hvp_built_matrix", builder=sorted(built)[0])])
+    return feedback([], success=_say("success_hvp"))
 
 
 # --- exercise 2: the backward of softsign -------------------------------------------------------
@@ -149,57 +144,55 @@ def check_hvp(hvp: Callable[[Callable, torch.Tensor, torch.Tensor], object]) -> 
 
 def _softsign_hint(got: torch.Tensor, x: torch.Tensor, g: torch.Tensor) -> str:
     d = 1 / (1 + x.abs()) ** 2
-    wrong = [
-        (g, "backward passes grad_output through unchanged (a straight-through estimator): "
-            "multiply it by the derivative 1 / (1 + |x|)²"),
-        (d, "backward ignores grad_output: the chain rule multiplies the incoming gradient "
-            "by the local derivative"),
-        (g / (1 + x.abs()), "the square is missing: d/dx x / (1 + |x|) = 1 / (1 + |x|)²"),
-        (g / (1 + x) ** 2, "use |x|: for negative x the derivative is 1 / (1 - x)²"),
-        (-g * d, "the sign is flipped: softsign increases everywhere"),
-        (g * (x / (1 + x.abs())) ** 2, "that is the output squared; the derivative is "
-            "1 / (1 + |x|)², computed from the input x"),
+    wrong = [  # (what a typical wrong backward returns, the message's key)
+        (g, "softsign_straight_through"),
+        (d, "softsign_ignores_grad_output"),
+        (g / (1 + x.abs()), "softsign_square_missing"),
+        (g / (1 + x) ** 2, "softsign_without_abs"),
+        (-g * d, "softsign_sign_flipped"),
+        (g * (x / (1 + x.abs())) ** 2, "softsign_output_squared"),
     ]
-    for value, hint in wrong:
+    for value, key in wrong:
         if _close(got, value):
-            return hint
-    return (
-        f"with grad_output {_shown(g)} at x = {_shown(x)} backward should return "
-        f"{_shown(g * d)}, got {_shown(got)}"
+            return _say(key)
+    return _say(
+        "softsign_wrong",
+        grad_output=_shown(g),
+        x=_shown(x),
+        expected=_shown(g * d),
+        got=_shown(got),
     )
 
 
 def check_softsign(function: type) -> CheckResult:
     """Check a torch.autograd.Function computing softsign x / (1 + |x|): its backward, gradcheck."""
     if not (isinstance(function, type) and issubclass(function, torch.autograd.Function)):
-        return feedback(
-            [f"pass the class itself (a torch.autograd.Function), got {type(function).__name__}"]
-        )
+        return feedback([_say("softsign_not_a_function", type=type(function).__name__)])
     x = torch.tensor(SOFTSIGN_X, dtype=F64, requires_grad=True)
     g = torch.tensor(SOFTSIGN_GRAD, dtype=F64)
     try:
         y = function.apply(x)
     except Exception as err:  # the learner's code: report, never raise
-        return feedback([f"the forward raised {_error_text(err)}"])
+        return feedback([_say("forward_raised", **_error(err))])
     if not isinstance(y, torch.Tensor) or not _close(y, x.detach() / (1 + x.detach().abs())):
-        return feedback(["the forward no longer computes x / (1 + |x|): change only backward"])
+        return feedback([_say("forward_changed")])
     try:
         (got,) = torch.autograd.grad(y, x, g, allow_unused=True)
     except Exception as err:  # the learner's code: report, never raise
         text = str(err)
         if "ellipsis" in text:
-            return feedback(["backward still returns `...`: return the gradient for x"])
+            return feedback([_say("backward_unfilled")])
         if "incorrect number of gradients" in text:
-            return feedback(["backward must return exactly one gradient: forward has one input"])
-        return feedback([f"backward raised {_error_text(err)}"])
+            return feedback([_say("backward_gradient_count")])
+        return feedback([_say("backward_raised", **_error(err))])
     if got is None:
-        return feedback(["backward returned None: x gets no gradient at all"])
+        return feedback([_say("backward_returned_none")])
     if not _close(got, g * (1 / (1 + x.detach().abs()) ** 2)):
         return feedback([_softsign_hint(got, x.detach(), g)])
     passed = torch.autograd.gradcheck(function.apply, (x,), raise_exception=False)
     if not passed:  # right on these points, wrong elsewhere: unusual, but say so
-        return feedback(["backward is right on the test points, but gradcheck fails on them"])
-    return feedback([], success="gradcheck passes: backward is the derivative of forward.")
+        return feedback([_say("gradcheck_fails")])
+    return feedback([], success=_say("success_softsign"))
 
 
 # --- exercise 3: checkpointing ------------------------------------------------------------------
@@ -249,71 +242,48 @@ def check_checkpointed(
         if plain["error"] is not None:
             raise plain["error"]
     except Exception as err:  # a broken make_blocks or input: say so instead of stopping Run All
-        return feedback([f"could not run the blocks without checkpointing: {_error_text(err)}"])
+        return feedback([_say("plain_run_failed", **_error(err))])
     run = _run_blocks(blocks, x, fn)
     reentrant_warning = any("use_reentrant" in w for w in run["warnings"])
     if run["error"] is not None:
-        hint = " (pass use_reentrant=False explicitly)" if "use_reentrant" in str(
-            run["error"]) else ""
-        return feedback([f"your function raised {_error_text(run['error'])}{hint}"])
+        reentrant = "use_reentrant" in str(run["error"])
+        key = "function_raised_reentrant" if reentrant else "function_raised"
+        return feedback([_say(key, **_error(run["error"]))])
     out = run["out"]
     if out is Ellipsis or out is None:
-        return feedback([f"your function returned {'...' if out is Ellipsis else None}: "
-                         "return the last block's output"])
+        return feedback([_say("function_returned_nothing", got="..." if out is Ellipsis else None)])
     if not isinstance(out, torch.Tensor):
-        return feedback([f"your function returned a {type(out).__name__}, not a tensor"])
+        return feedback([_say("function_not_a_tensor", type=type(out).__name__)])
     problems = []
     if reentrant_warning:
-        problems.append(
-            "torch warned that use_reentrant should be passed explicitly: pass "
-            "use_reentrant=False (the default is still the older reentrant variant)"
-        )
+        problems.append(_say("reentrant_warning"))
     if not out.requires_grad:
-        hint = (
-            "checkpoint(..., use_reentrant=True) with an input that does not require grad "
-            "returns a result without history: use use_reentrant=False"
-            if any("None of the inputs have requires_grad" in w for w in run["warnings"])
-            else "was it computed under torch.no_grad()?"
-        )
-        return feedback([*problems, f"the output has no grad_fn, so no gradient can flow: {hint}"])
+        reentrant = any("None of the inputs have requires_grad" in w for w in run["warnings"])
+        return feedback([*problems, _say("no_grad_fn_reentrant" if reentrant else "no_grad_fn")])
     if run.get("node") == REENTRANT_NODE:
-        problems.append(
-            "the output's grad_fn is CheckpointFunctionBackward: that is use_reentrant=True; "
-            "pass use_reentrant=False"
-        )
+        problems.append(_say("reentrant_node", node=REENTRANT_NODE))
     counts = run["counts"]
     if not problems and all(c == 1 for c in counts):
-        return feedback(
-            ["each block ran once: nothing was recomputed, so nothing was checkpointed. Wrap "
-             "each block: h = checkpoint(block, h, use_reentrant=False)"]
-        )
-    odd = [f"block {k} ran {c} times" for k, c in enumerate(counts) if c != 2]
+        return feedback([_say("nothing_recomputed")])
+    odd = [_say("block_ran", index=k, count=c) for k, c in enumerate(counts) if c != 2]
     if odd and not problems:
-        problems.append(
-            ", ".join(odd) + "; a checkpointed block runs twice: once forward, once again in "
-            "backward (call each block once in your function)"
-        )
+        problems.append(_say("blocks_not_twice", blocks=", ".join(odd)))
     missing = [n for n, gr in run["grads"].items() if gr is None]
     if missing:
-        problems.append(f"{missing[0]} got no gradient")
+        problems.append(_say("no_gradient", name=missing[0]))
     else:
-        differ = [n for n, gr in run["grads"].items()
-                  if not torch.allclose(gr, plain["grads"][n], atol=1e-6, rtol=1e-5)]
+        differ = [
+            n
+            for n, gr in run["grads"].items()
+            if not torch.allclose(gr, plain["grads"][n], atol=1e-6, rtol=1e-5)
+        ]
         if differ:
-            problems.append(
-                f"{differ[0]}.grad differs from the run without checkpointing: the "
-                "checkpointed blocks must compute exactly what the plain ones do"
-            )
+            problems.append(_say("gradient_differs", name=differ[0]))
     saved, plain_saved = run["saved"], plain["saved"]  # both set: each output requires grad
     if not problems and saved >= plain_saved:
-        problems.append(
-            f"the graph saved {saved:,} bytes of activations, no fewer than without "
-            f"checkpointing ({plain_saved:,})"
-        )
+        problems.append(_say("saved_no_fewer", saved=f"{saved:,}", plain=f"{plain_saved:,}"))
     return feedback(
-        problems,
-        success=f"Each block ran twice, the graph saved {saved:,} instead of {plain_saved:,} "
-        "bytes of activations, and every gradient equals the plain run's.",
+        problems, success=_say("success_checkpointed", saved=f"{saved:,}", plain=f"{plain_saved:,}")
     )
 
 

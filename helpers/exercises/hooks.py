@@ -14,6 +14,7 @@ from typing import Any
 import torch
 
 from helpers.checks import CheckResult, feedback
+from helpers.language import say
 
 __all__ = [
     "EXERCISE_W",
@@ -22,6 +23,9 @@ __all__ = [
     "check_clip_hook",
     "check_retain_grad",
 ]
+
+#: The text file the learner-facing messages come from (its [feedback] table).
+TEXT = "04_retain_grad_and_hooks"
 
 #: The exercises' weight and input: small, exactly representable numbers.
 EXERCISE_W = [[1.0, -1.0], [2.0, 0.5]]
@@ -37,8 +41,10 @@ def _values(t: torch.Tensor) -> str:
 def _shown(value: object) -> str:
     """A short description of whatever the learner stored."""
     if isinstance(value, torch.Tensor):
-        return _values(value) if value.numel() <= 6 else f"a tensor of shape {list(value.shape)}"
-    return f"a value of type {type(value).__name__}"
+        if value.numel() <= 6:
+            return _values(value)
+        return say(TEXT, "feedback.a_tensor_of_shape", shape=list(value.shape))
+    return say(TEXT, "feedback.a_value_of_type", type=type(value).__name__)
 
 
 def _grad(t: torch.Tensor) -> torch.Tensor | None:
@@ -58,11 +64,13 @@ def _same(a: object, b: torch.Tensor) -> bool:
 def _tensor_problem(name: str, value: object, shape: tuple[int, ...]) -> str | None:
     """A problem message when `value` is not a tensor of `shape`, else None."""
     if value is ...:
-        return f"{name} is still `...`: replace the placeholder with your code."
+        return say(TEXT, "feedback.still_placeholder", name=name)
     if not isinstance(value, torch.Tensor):
-        return f"{name} should be a tensor, but it is a {type(value).__name__}."
+        return say(TEXT, "feedback.not_a_tensor", name=name, type=type(value).__name__)
     if tuple(value.shape) != shape:
-        return f"{name} has shape {list(value.shape)}, expected {list(shape)}."
+        return say(
+            TEXT, "feedback.wrong_shape", name=name, shape=list(value.shape), expected=list(shape)
+        )
     return None
 
 
@@ -71,7 +79,9 @@ def _safely(check: Callable[[], CheckResult]) -> CheckResult:
     try:
         return check()
     except Exception as err:  # a checker must never stop Run All
-        return feedback([f"Could not check your answer ({type(err).__name__}: {err})."])
+        return feedback(
+            [say(TEXT, "feedback.could_not_check", error=type(err).__name__, message=err)]
+        )
 
 
 def _expected(W: torch.Tensor, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -90,53 +100,23 @@ def check_retain_grad(hidden: Any, W: Any, x: Any) -> CheckResult:
                 return feedback([problem])
         _, want = _expected(W, x)
         if hidden.is_leaf:
-            return feedback(
-                [
-                    "hidden is a leaf, so it is no longer the output of W @ x in the graph "
-                    "(was it detached or re-created?). Keep hidden = W @ x and call "
-                    "hidden.retain_grad() on it."
-                ]
-            )
+            return feedback([say(TEXT, "feedback.hidden_is_leaf")])
         if not hidden.retains_grad:
             if _grad(W) is None:
-                return feedback(
-                    [
-                        "hidden.retains_grad is False and W.grad is None: call "
-                        "hidden.retain_grad(), then let loss.backward() run."
-                    ]
-                )
-            return feedback(
-                [
-                    "hidden.retains_grad is False: call hidden.retain_grad() before "
-                    "loss.backward() (the method is retain_grad, not rtain_grad)."
-                ]
-            )
+                return feedback([say(TEXT, "feedback.not_retained_no_backward")])
+            return feedback([say(TEXT, "feedback.not_retained")])
         got = _grad(hidden)
         if got is None:
             if _grad(W) is None:
-                return feedback(["hidden.grad is None and so is W.grad: did loss.backward() run?"])
-            return feedback(
-                [
-                    "hidden.retains_grad is True but hidden.grad is None: retain_grad() only "
-                    "affects backward passes that run after it, so call it before "
-                    "loss.backward()."
-                ]
-            )
+                return feedback([say(TEXT, "feedback.no_backward")])
+            return feedback([say(TEXT, "feedback.retained_too_late")])
         if _same(got, 2 * want):
-            return feedback(
-                [
-                    f"hidden.grad is {_values(got)}, twice d loss/d hidden: backward ran twice, "
-                    "and a retained grad adds up over backward passes like a leaf's .grad."
-                ]
-            )
+            return feedback([say(TEXT, "feedback.hidden_grad_twice", got=_values(got))])
         if not _same(got, want):
             return feedback(
-                [
-                    f"hidden.grad is {_values(got)}, expected d loss/d hidden = 2 * hidden = "
-                    f"{_values(want)}."
-                ]
+                [say(TEXT, "feedback.hidden_grad_wrong", got=_values(got), expected=_values(want))]
             )
-        return feedback([], success=f"hidden.grad = {_values(got)} = 2 * hidden.")
+        return feedback([], success=say(TEXT, "feedback.retain_grad_success", got=_values(got)))
 
     return _safely(check)
 
@@ -153,43 +133,41 @@ def check_clip_hook(hidden: Any, W: Any, x: Any, seen: Any) -> CheckResult:
         clipped = incoming.clamp(-1, 1)
         problems = []
         if not isinstance(seen, list):
-            problems.append(f"seen should be a list, but it is a {type(seen).__name__}.")
+            problems.append(say(TEXT, "feedback.seen_not_a_list", type=type(seen).__name__))
         elif not seen:
-            problems.append(
-                "seen is empty: the hook should record the gradient it receives, "
-                "e.g. seen.append(grad)."
-            )
+            problems.append(say(TEXT, "feedback.seen_empty"))
         elif len(seen) > 1:
-            problems.append(
-                f"the hook ran {len(seen)} times: each backward pass calls it once; "
-                "run backward only once."
-            )
+            problems.append(say(TEXT, "feedback.hook_ran_more", times=len(seen)))
         elif _same(seen[0], clipped) and not _same(seen[0], incoming):
-            problems.append(
-                f"seen[0] is {_values(seen[0])}, already clipped: the hook changed grad in "
-                "place. Leave its argument alone and return a new tensor: grad.clamp(-1, 1)."
-            )
+            problems.append(say(TEXT, "feedback.seen_clipped", got=_values(seen[0])))
         elif not _same(seen[0], incoming):
             problems.append(
-                f"seen[0] should be the gradient flowing into hidden, 2 * hidden = "
-                f"{_values(incoming)}; got {_shown(seen[0])}."
+                say(
+                    TEXT,
+                    "feedback.seen_wrong",
+                    expected=_values(incoming),
+                    got=_shown(seen[0]),
+                )
             )
         w_grad = _grad(W)
         if w_grad is None:
-            problems.append("W.grad is None: did loss.backward() run?")
+            problems.append(say(TEXT, "feedback.w_grad_none"))
         elif _same(w_grad, torch.outer(incoming, x.detach())):
-            problems.append(
-                "W.grad was computed from the unclipped gradient: the hook must return the "
-                "clipped tensor (return grad.clamp(-1, 1)); returning None keeps the gradient."
-            )
+            problems.append(say(TEXT, "feedback.w_grad_unclipped"))
         elif not _same(w_grad, torch.outer(clipped, x.detach())):
             problems.append(
-                f"W.grad is {_values(w_grad)}, expected outer(clipped gradient, x) = "
-                f"{_values(torch.outer(clipped, x.detach()))}."
+                say(
+                    TEXT,
+                    "feedback.w_grad_wrong",
+                    got=_values(w_grad),
+                    expected=_values(torch.outer(clipped, x.detach())),
+                )
             )
         return feedback(
             problems,
-            success=f"The hook saw {_values(incoming)} and passed on {_values(clipped)}.",
+            success=say(
+                TEXT, "feedback.clip_hook_success", seen=_values(incoming), passed=_values(clipped)
+            ),
         )
 
     return _safely(check)
@@ -204,16 +182,18 @@ def check_autograd_grad(grads: Any, hidden: Any, W: Any, x: Any) -> CheckResult:
             if problem:
                 return feedback([problem])
         if grads is ...:
-            return feedback(
-                ["grads is still `...`: replace it with torch.autograd.grad(loss, [hidden, W])."]
-            )
-        if not isinstance(grads, (tuple, list)) or len(grads) != 2:
-            kind = type(grads).__name__
-            size = f" of {len(grads)}" if isinstance(grads, (tuple, list)) else ""
+            return feedback([say(TEXT, "feedback.grads_unfilled")])
+        if not isinstance(grads, (tuple, list)):
+            return feedback([say(TEXT, "feedback.grads_not_a_pair", type=type(grads).__name__)])
+        if len(grads) != 2:
             return feedback(
                 [
-                    f"grads is a {kind}{size}; torch.autograd.grad(loss, [hidden, W]) returns a "
-                    "tuple of two gradients, one per input."
+                    say(
+                        TEXT,
+                        "feedback.grads_wrong_length",
+                        type=type(grads).__name__,
+                        count=len(grads),
+                    )
                 ]
             )
         _, want_hidden = _expected(W, x)
@@ -221,27 +201,18 @@ def check_autograd_grad(grads: Any, hidden: Any, W: Any, x: Any) -> CheckResult:
         g_hidden, g_w = grads
         problems = []
         if _same(g_hidden, want_w) and _same(g_w, want_hidden):
-            problems.append(
-                "the two gradients are swapped: they come back in the order of the inputs, "
-                "so ask for [hidden, W]."
-            )
+            problems.append(say(TEXT, "feedback.grads_swapped"))
         else:
             if not _same(g_hidden, want_hidden):
                 problems.append(
-                    f"grads[0] should be d loss/d hidden = 2 * hidden = {_values(want_hidden)}."
+                    say(TEXT, "feedback.grads_hidden_wrong", expected=_values(want_hidden))
                 )
             if not _same(g_w, want_w):
-                problems.append(f"grads[1] should be d loss/d W = {_values(want_w)}.")
+                problems.append(say(TEXT, "feedback.grads_w_wrong", expected=_values(want_w)))
         if _grad(W) is not None:
-            problems.append(
-                "W.grad is filled: something called backward(). torch.autograd.grad returns the "
-                "gradients and leaves every .grad alone, so no backward() is needed."
-            )
+            problems.append(say(TEXT, "feedback.grads_filled_w_grad"))
         if hidden.retains_grad:
-            problems.append(
-                "hidden.retains_grad is True: torch.autograd.grad needs no retain_grad(); "
-                "remove that call."
-            )
-        return feedback(problems, success="Both gradients, and W.grad is still None.")
+            problems.append(say(TEXT, "feedback.grads_retained"))
+        return feedback(problems, success=say(TEXT, "feedback.autograd_grad_success"))
 
     return _safely(check)

@@ -8,6 +8,7 @@ from typing import Any
 import torch
 
 from helpers.checks import CheckResult, feedback
+from helpers.language import say
 
 __all__ = [
     "KINDS",
@@ -19,6 +20,9 @@ __all__ = [
     "check_leaves_of",
     "kind_of",
 ]
+
+#: The text file the learner-facing messages come from (its [feedback] table).
+TEXT = "01_leaf_nodes"
 
 NON_LEAF = "non-leaf"
 LEAF_REQUIRES_GRAD = "leaf, requires grad"
@@ -37,20 +41,10 @@ def kind_of(t: torch.Tensor) -> str:
 def _why(name: str, t: torch.Tensor) -> str:
     kind = kind_of(t)
     if kind == NON_LEAF:
-        return (
-            f"{name} is a non-leaf (grad_fn={type(t.grad_fn).__name__}): an operation made it, "
-            "and one of its inputs requires grad (rule 3)"
-        )
+        return say(TEXT, "feedback.why_non_leaf", name=name, grad_fn=type(t.grad_fn).__name__)
     if kind == LEAF_REQUIRES_GRAD:
-        return (
-            f"{name} is a leaf that requires grad: you created it with requires_grad=True and no "
-            "operation made it (rule 2)"
-        )
-    return (
-        f"{name} is a leaf that does not require grad: every tensor with requires_grad=False is "
-        "a leaf (rule 1), also one made by an operation under torch.no_grad(), by detach(), or "
-        "with an integer or bool result"
-    )
+        return say(TEXT, "feedback.why_leaf_requires_grad", name=name)
+    return say(TEXT, "feedback.why_leaf_no_grad", name=name)
 
 
 def _normalise(answer: object) -> str | None:
@@ -63,26 +57,31 @@ def _normalise(answer: object) -> str | None:
 def check_kinds(answers: Mapping[str, object], **tensors: torch.Tensor) -> CheckResult:
     """Compare predicted kinds (answers[name] in KINDS) with the tensors' real state."""
     if not isinstance(answers, Mapping):
-        return feedback([f"answers should be a dict of name -> kind, got {type(answers).__name__}"])
+        return feedback([say(TEXT, "feedback.answers_not_a_dict", type=type(answers).__name__)])
+    kinds = ", ".join(repr(k) for k in KINDS)
     unfilled = [name for name in tensors if answers.get(name, ...) is ...]
     if unfilled:
         return feedback(
-            [f"replace the `...` with your prediction for: {', '.join(unfilled)}"]
-            + [f"each answer is one of: {', '.join(repr(k) for k in KINDS)}"]
+            [
+                say(TEXT, "feedback.unfilled", names=", ".join(unfilled)),
+                say(TEXT, "feedback.each_answer_is_one_of", kinds=kinds),
+            ]
         )
     problems = []
     for name, t in tensors.items():
         said = _normalise(answers[name])
         if said is None:
             problems.append(
-                f"{name}: {answers[name]!r} is not one of {', '.join(repr(k) for k in KINDS)}"
+                say(TEXT, "feedback.not_a_kind", name=name, answer=repr(answers[name]), kinds=kinds)
             )
         elif said != kind_of(t):
-            problems.append(f"{name}: you said {said!r}, but {_why(name, t)}")
+            problems.append(
+                say(TEXT, "feedback.wrong_kind", name=name, said=repr(said), why=_why(name, t))
+            )
     extra = [name for name in answers if name not in tensors]
     if extra:
-        problems.append(f"no tensor called {', '.join(extra)} in this exercise")
-    return feedback(problems, success=f"All {len(tensors)} predictions are right.")
+        problems.append(say(TEXT, "feedback.no_such_tensor", names=", ".join(extra)))
+    return feedback(problems, success=say(TEXT, "feedback.kinds_success", count=len(tensors)))
 
 
 def _function_names(t: torch.Tensor) -> list[str]:
@@ -114,45 +113,30 @@ def check_frozen_conv(net: torch.nn.Module, out: object, x: torch.Tensor) -> Che
     problems = []
     still = [name for name, p in conv if p.requires_grad]
     if still:
-        problems.append(
-            f"{', '.join(still)} still require grad: switch the flag off with "
-            "requires_grad_(False) (parameters are leaves, so you may)"
-        )
+        problems.append(say(TEXT, "feedback.conv_still_requires_grad", names=", ".join(still)))
     too_many = [name for name, p in linear if not p.requires_grad]
     if too_many:
-        problems.append(
-            f"{', '.join(too_many)} no longer require grad: freeze only the conv layer, the "
-            "linear layer must still learn"
-        )
+        problems.append(say(TEXT, "feedback.linear_frozen", names=", ".join(too_many)))
     if out is ...:
-        problems.append("out is still `...`: run the net on x")
+        problems.append(say(TEXT, "feedback.out_unfilled"))
     elif not isinstance(out, torch.Tensor):
-        problems.append(f"out should be the net's output tensor, got {type(out).__name__}")
+        problems.append(say(TEXT, "feedback.out_not_a_tensor", type=type(out).__name__))
     if problems:
         return feedback(problems)
     assert isinstance(out, torch.Tensor)
     if not out.requires_grad:
-        return feedback(
-            [
-                "out does not require grad, so backward() cannot run from it: was it computed "
-                "under torch.no_grad()? Freezing happens per parameter, not per forward pass"
-            ]
-        )
+        return feedback([say(TEXT, "feedback.out_no_grad")])
     if "ConvolutionBackward0" in _function_names(out):
-        problems.append(
-            "out's graph still records the convolution (ConvolutionBackward0): the conv layer "
-            "was frozen after the forward pass. Freeze first, then run the net"
-        )
+        problems.append(say(TEXT, "feedback.conv_recorded"))
     filled = [name for name, p in conv if p.grad is not None]
     if filled:
         problems.append(
-            f"{', '.join(n + '.grad' for n in filled)} is filled: backward() ran before the "
-            "layer was frozen. Start again from a fresh net and freeze first"
+            say(TEXT, "feedback.conv_grad_filled", grads=", ".join(n + ".grad" for n in filled))
         )
     empty = [name for name, p in linear if p.grad is None]
     if empty:
         problems.append(
-            f"{', '.join(n + '.grad' for n in empty)} is None: call backward() on out.sum()"
+            say(TEXT, "feedback.linear_grad_none", grads=", ".join(n + ".grad" for n in empty))
         )
     if problems:
         return feedback(problems)
@@ -162,18 +146,10 @@ def check_frozen_conv(net: torch.nn.Module, out: object, x: torch.Tensor) -> Che
         if not torch.allclose(p.grad, want):
             k = _times(p.grad, want)
             if k:
-                problems.append(
-                    f"{name}.grad is {k} times d(out.sum())/d({name}): .grad accumulates, so "
-                    f"backward() ran {k} times. Start again from a fresh net and run it once"
-                )
+                problems.append(say(TEXT, "feedback.linear_grad_times", name=name, times=k))
             else:
-                problems.append(
-                    f"{name}.grad is not d(out.sum())/d({name}): call backward() on out.sum()"
-                )
-    return feedback(
-        problems,
-        success="Only the linear layer gets .grad, and the convolution is not even recorded.",
-    )
+                problems.append(say(TEXT, "feedback.linear_grad_wrong", name=name))
+    return feedback(problems, success=say(TEXT, "feedback.frozen_conv_success"))
 
 
 def _cases() -> list[tuple[str, torch.Tensor, list[str], dict[str, torch.Tensor]]]:
@@ -185,23 +161,28 @@ def _cases() -> list[tuple[str, torch.Tensor, list[str], dict[str, torch.Tensor]
     y = w.detach() * 2
     names = {"w": w, "a": a, "b": b, "x": x, "y": y}
     return [
-        ("y = (w * x).sum()", (w * x).sum(), ["w"], names),
-        ("y = w * w + w (w used three times)", w * w + w, ["w"], names),
-        ("y = (a * b + a * x).sum()", (a * b + a * x).sum(), ["a", "b"], names),
-        ("w itself (a leaf that requires grad)", w, ["w"], names),
-        ("x itself (requires_grad=False)", x, [], names),
-        ("y = w.detach() * 2 (no graph at all)", y, [], names),
+        (say(TEXT, "feedback.case_weighted_sum"), (w * x).sum(), ["w"], names),
+        (say(TEXT, "feedback.case_w_three_times"), w * w + w, ["w"], names),
+        (say(TEXT, "feedback.case_two_leaves"), (a * b + a * x).sum(), ["a", "b"], names),
+        (say(TEXT, "feedback.case_w_itself"), w, ["w"], names),
+        (say(TEXT, "feedback.case_x_itself"), x, [], names),
+        (say(TEXT, "feedback.case_detached"), y, [], names),
     ]
 
 
 def _names(tensors: list[torch.Tensor], known: dict[int, str]) -> str:
-    return ", ".join(known.get(id(t), f"a tensor of shape {list(t.shape)}") for t in tensors)
+    return ", ".join(
+        known.get(id(t)) or say(TEXT, "feedback.a_tensor_of_shape", shape=list(t.shape))
+        for t in tensors
+    )
 
 
 def check_leaves_of(leaves_of: Callable[[torch.Tensor], Any]) -> CheckResult:
     """Run leaves_of on small graphs; it must return the leaves backward() would fill, once each."""
     if not callable(leaves_of):
-        return feedback([f"leaves_of should be a function, got {type(leaves_of).__name__}"])
+        return feedback(
+            [say(TEXT, "feedback.leaves_of_not_callable", type=type(leaves_of).__name__)]
+        )
     problems = []
     for what, root, expected, names in _cases():
         known = {id(t): name for name, t in names.items()}
@@ -209,51 +190,47 @@ def check_leaves_of(leaves_of: Callable[[torch.Tensor], Any]) -> CheckResult:
         try:
             got = leaves_of(root)
         except Exception as err:  # the learner's code: report, never raise
-            hint = ""
-            if "NoneType" in str(err):
-                hint = (
-                    ". Hint: an entry of next_functions is (None, 0) for an input that does not "
-                    "require grad; skip it"
-                )
-            problems.append(f"on {what}, leaves_of raised {type(err).__name__}: {err}{hint}")
+            key = "leaves_of_raised_on_none" if "NoneType" in str(err) else "leaves_of_raised"
+            problems.append(
+                say(TEXT, f"feedback.{key}", what=what, error=type(err).__name__, message=err)
+            )
             continue
         if got is None or got is ...:
-            return feedback(
-                [f"leaves_of returned {got!r}: replace the `...` and return a list of tensors"]
-            )
+            return feedback([say(TEXT, "feedback.leaves_of_unfilled", got=repr(got))])
         if not isinstance(got, (list, tuple)):
             problems.append(
-                f"on {what}, leaves_of returned a {type(got).__name__}; return a list of tensors"
+                say(TEXT, "feedback.leaves_of_not_a_list", what=what, type=type(got).__name__)
             )
             continue
         if any(hasattr(item, "next_functions") for item in got):
-            problems.append(
-                f"on {what}, leaves_of returned backward functions (such as AccumulateGrad); "
-                "return the leaf tensors: an AccumulateGrad node keeps its leaf in .variable"
-            )
+            problems.append(say(TEXT, "feedback.leaves_of_backward_functions", what=what))
             continue
         if not all(isinstance(item, torch.Tensor) for item in got):
             kinds = sorted({type(item).__name__ for item in got})
-            problems.append(f"on {what}, leaves_of returned {', '.join(kinds)}; return tensors")
+            problems.append(
+                say(TEXT, "feedback.leaves_of_not_tensors", what=what, types=", ".join(kinds))
+            )
             continue
         ids = [id(t) for t in got]
         twice = list({id(t): t for i, t in enumerate(got) if id(t) in ids[:i]}.values())
         if twice:
             problems.append(
-                f"on {what}, leaves_of lists {_names(twice, known)} more than once: a leaf used "
-                "several times is still one tensor; remember which nodes you have visited"
+                say(TEXT, "feedback.leaves_of_twice", what=what, names=_names(twice, known))
             )
             continue
         missing = [names[name] for name in expected if id(names[name]) not in ids]
         extra = [t for t in got if id(t) not in wanted]
         if missing:
-            hint = ""
-            if root.grad_fn is None:
-                hint = ": it has no grad_fn, but a leaf that requires grad is its own leaf"
-            problems.append(f"on {what}, leaves_of misses {_names(missing, known)}{hint}")
+            key = "leaves_of_misses_root" if root.grad_fn is None else "leaves_of_misses"
+            problems.append(say(TEXT, f"feedback.{key}", what=what, names=_names(missing, known)))
         if extra:
             problems.append(
-                f"on {what}, leaves_of returned {len(extra)} tensor(s) that backward() would not "
-                f"fill ({_names(extra, known)}): only leaves that require grad get .grad"
+                say(
+                    TEXT,
+                    "feedback.leaves_of_extra",
+                    what=what,
+                    count=len(extra),
+                    names=_names(extra, known),
+                )
             )
-    return feedback(problems, success="leaves_of finds every leaf backward() fills, once each.")
+    return feedback(problems, success=say(TEXT, "feedback.leaves_of_success"))

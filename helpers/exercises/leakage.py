@@ -13,8 +13,12 @@ from collections.abc import Callable
 import torch
 
 from helpers.checks import CheckResult, clean_message, feedback
+from helpers.language import say
 
 __all__ = ["CASES", "check_clip", "clip_reference"]
+
+#: The notebook whose text file holds this module's messages ([feedback] there).
+TEXT = "07_split_across_processes"
 
 #: (gradient, max_norm): rows of length 5, 0.5, 0 and 10; then rows of length 3, 0.3 and 6.
 CASES = [
@@ -24,11 +28,6 @@ CASES = [
     ),
     (torch.tensor([[1.0, 2.0, 2.0], [0.1, 0.2, 0.2], [-2.0, -4.0, 4.0]]), 1.5),
 ]
-
-SUCCESS = (
-    "Right: rows longer than max_norm now have exactly that length and the same direction; "
-    "shorter rows (and zero rows) are unchanged."
-)
 
 
 def clip_reference(grad: torch.Tensor, max_norm: float) -> torch.Tensor:
@@ -55,34 +54,36 @@ def _diagnose(got: torch.Tensor, grad: torch.Tensor, max_norm: float) -> str:
     """What the learner's (wrong) result looks like, in one sentence."""
     longest = int(grad.norm(dim=1).argmax())
     if _close(got, grad.clamp(-max_norm, max_norm)):
-        return (
-            f"you clamped each number to [-{max_norm:g}, {max_norm:g}]: row "
-            f"{_row(grad, longest)} became {_row(got, longest)}, "
-            "which points in another direction. Scale each whole row by max_norm / its norm"
+        return say(
+            TEXT,
+            "feedback.clamped_numbers",
+            max_norm=f"{max_norm:g}",
+            row=_row(grad, longest),
+            got=_row(got, longest),
         )
     if _close(got, grad * min(1.0, max_norm / float(grad.norm()))):
-        return (
-            "you scaled the whole batch by one factor (like torch.nn.utils.clip_grad_norm_): "
-            "clip each row, each example, on its own, with norms over dim=1"
-        )
+        return say(TEXT, "feedback.one_factor")
     columns = grad.norm(dim=0, keepdim=True)
     if _close(got, grad * (max_norm / columns).clamp(max=1.0)):
-        return (
-            "you took the norms over dim=0, one per feature across the batch; each example is a "
-            "row: grad.norm(dim=1, keepdim=True)"
-        )
+        return say(TEXT, "feedback.norms_over_dim0")
     norms = grad.norm(dim=1)
     short = norms < max_norm
     if _close(got[~short], clip_reference(grad, max_norm)[~short]):
         row = int(torch.nonzero(short & (norms > 0))[0])
-        return (
-            f"rows shorter than max_norm changed: row {_row(grad, row)} (length "
-            f"{float(norms[row]):.3g}) became {_row(got, row)}. Clipping only "
-            "shrinks long rows: cap the scale factor at 1 (.clamp(max=1.0))"
+        return say(
+            TEXT,
+            "feedback.short_rows_changed",
+            row=_row(grad, row),
+            length=f"{float(norms[row]):.3g}",
+            got=_row(got, row),
         )
-    return (
-        f"for max_norm={max_norm:g} the rows should be {_rows(clip_reference(grad, max_norm))}, "
-        f"got {_rows(got)} (row lengths {[round(v, 3) for v in got.detach().norm(dim=1).tolist()]})"
+    return say(
+        TEXT,
+        "feedback.wrong_rows",
+        max_norm=f"{max_norm:g}",
+        expected=_rows(clip_reference(grad, max_norm)),
+        got=_rows(got),
+        lengths=[round(v, 3) for v in got.detach().norm(dim=1).tolist()],
     )
 
 
@@ -93,39 +94,27 @@ def _check_case(clip: Callable, grad: torch.Tensor, max_norm: float) -> list[str
         got = clip(given, max_norm)
     except Exception as err:  # the learner's code may fail in any way
         text = clean_message(str(err)).splitlines()
-        return [f"{call} raised {type(err).__name__}: {text[0] if text else ''}"]
+        error = f"{type(err).__name__}: {text[0] if text else ''}"
+        return [say(TEXT, "feedback.raised", call=call, error=error)]
     if got is Ellipsis:
-        return ["clip_rows still returns `...`: return the clipped gradient"]
+        return [say(TEXT, "feedback.returns_placeholder")]
     if got is None:
-        return ["clip_rows returned None: end it with `return` and the clipped gradient"]
+        return [say(TEXT, "feedback.returned_none")]
     if not isinstance(got, torch.Tensor):
-        return [f"clip_rows returned a {type(got).__name__}, not a tensor"]
+        return [say(TEXT, "feedback.not_a_tensor", type=type(got).__name__)]
     problems = []
     if not torch.equal(given, grad):
-        problems.append(
-            "clip_rows changed the gradient it was given (in place, e.g. with mul_ or "
-            "grad[...] = ...); return a new tensor and leave the input alone"
-        )
+        problems.append(say(TEXT, "feedback.changed_input"))
     if got.shape != grad.shape:
-        hint = (
-            ": that looks like one number per row, e.g. the lengths; return the clipped rows"
-            if got.numel() == len(grad)
-            else ""
+        key = "wrong_shape_lengths" if got.numel() == len(grad) else "wrong_shape"
+        problem = say(
+            TEXT, f"feedback.{key}", call=call, shape=list(got.shape), grad_shape=list(grad.shape)
         )
-        return [
-            *problems,
-            f"{call} returned shape {list(got.shape)} for a gradient of shape "
-            f"{list(grad.shape)}{hint}",
-        ]
+        return [*problems, problem]
     if got.dtype != grad.dtype:
-        problems.append(f"the result is {got.dtype} for a {grad.dtype} gradient: keep the dtype")
+        problems.append(say(TEXT, "feedback.wrong_dtype", dtype=got.dtype, grad_dtype=grad.dtype))
     if torch.isnan(got).any():
-        return [
-            *problems,
-            "a row of zeros became NaN (0 / 0 when dividing by its length 0): "
-            "compute the factor max_norm / norm and cap it with .clamp(max=1.0), which turns "
-            "inf into 1, or leave zero rows alone",
-        ]
+        return [*problems, say(TEXT, "feedback.nan_zero_row")]
     if not _close(got, clip_reference(grad, max_norm)):
         problems.append(_diagnose(got, grad, max_norm))
     return problems
@@ -134,11 +123,11 @@ def _check_case(clip: Callable, grad: torch.Tensor, max_norm: float) -> list[str
 def check_clip(clip: Callable[[torch.Tensor, float], torch.Tensor]) -> CheckResult:
     """Check `clip(grad, max_norm)`: each row of `grad` clipped to length `max_norm`."""
     if clip is Ellipsis:
-        return feedback(["clip_rows is still `...`: define it as a function"])
+        return feedback([say(TEXT, "feedback.clip_unfilled")])
     if not callable(clip):
-        return feedback([f"clip_rows is a {type(clip).__name__}, not a function"])
+        return feedback([say(TEXT, "feedback.clip_not_function", type=type(clip).__name__)])
     for grad, max_norm in CASES:
         problems = _check_case(clip, grad, max_norm)
         if problems:
             return feedback(problems)
-    return feedback([], success=SUCCESS)
+    return feedback([], success=say(TEXT, "feedback.success"))

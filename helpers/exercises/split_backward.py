@@ -13,6 +13,7 @@ import torch
 from torch import nn
 
 from helpers.checks import CheckResult, clean_message, feedback
+from helpers.language import say
 from helpers.split import (
     SplitModels,
     build_models,
@@ -27,6 +28,8 @@ from helpers.split import (
 
 __all__ = ["check_handoff", "check_one_optimizer", "check_token_loss"]
 
+#: The notebook whose text file holds this module's messages ([feedback] there); 06b uses them too.
+TEXT = "06_split_backward_three_models"
 PLACEHOLDER = type(...)
 
 
@@ -39,10 +42,7 @@ def _close(a: torch.Tensor | None, b: torch.Tensor | None) -> bool:
 def _not_models(models: object) -> list[str]:
     if isinstance(models, SplitModels):
         return []
-    return [
-        f"models is a {type(models).__name__}, not the SplitModels from build_models(); "
-        "pass the models you ran"
-    ]
+    return [say(TEXT, "feedback.not_models", type=type(models).__name__)]
 
 
 def _grads(models: SplitModels, k: int) -> dict[str, torch.Tensor | None]:
@@ -73,16 +73,15 @@ def _same(grads: Mapping[str, torch.Tensor | None], ref: Mapping, factor: float 
     )
 
 
-def _stage_problem(k: int, grads: Mapping, ref: Mapping, how: str) -> str | None:
+def _stage_problem(k: int, grads: Mapping, ref: Mapping) -> str | None:
+    how = say(TEXT, f"feedback.how_stage{k}")
     if all(g is None for g in grads.values()):
-        return f"model {k} has no gradients yet: {how}"
+        return say(TEXT, "feedback.grads_missing", k=k, how=how)
     if _same(grads, ref):
         return None
     if _same(grads, ref, 2.0):
-        return (
-            f"model {k}'s gradients are doubled: its backward ran twice (each call adds to .grad)"
-        )
-    return f"model {k}'s gradients differ from the joint run's: {how}"
+        return say(TEXT, "feedback.grads_doubled", k=k)
+    return say(TEXT, "feedback.grads_differ", k=k, how=how)
 
 
 def check_handoff(
@@ -96,7 +95,9 @@ def check_handoff(
     problems = _not_models(models)
     for name, t in (("ff1", ff1), ("ff2", ff2)):
         if not isinstance(t, torch.Tensor):
-            problems.append(f"{name} is a {type(t).__name__}, not the tensor at the cut")
+            problems.append(
+                say(TEXT, "feedback.not_a_cut_tensor", name=name, type=type(t).__name__)
+            )
     if problems:
         return feedback(problems)
     if tokens is None or label is None:
@@ -105,67 +106,49 @@ def check_handoff(
         ref_models = _fresh(models)
         joint = joint_step(ref_models, tokens, label)
     except Exception as err:  # the learner's models may be in any state
-        return feedback([f"could not run the joint reference: {clean_message(str(err))}"])
+        return feedback([say(TEXT, "feedback.joint_failed", error=clean_message(str(err)))])
 
     if not ff2.requires_grad:
-        problems.append("ff2 does not require grad: cut with f2.clone().detach().requires_grad_()")
+        problems.append(say(TEXT, "feedback.ff2_no_requires_grad"))
     elif ff2.grad is None:
-        problems.append("ff2.grad is None: run loss.backward() first (stage 3)")
-    p3 = _stage_problem(3, _grads(models, 3), _grads(ref_models, 3), "call loss.backward() once")
+        problems.append(say(TEXT, "feedback.ff2_grad_none"))
+    p3 = _stage_problem(3, _grads(models, 3), _grads(ref_models, 3))
     if p3:
         problems.append(p3)
 
-    grads2 = _grads(models, 2)
-    p2 = _stage_problem(
-        2,
-        grads2,
-        _grads(ref_models, 2),
-        "hand the gradient back with f2.backward(ff2.grad), after loss.backward()",
-    )
+    p2 = _stage_problem(2, _grads(models, 2), _grads(ref_models, 2))
     if p2:
         problems.append(p2)
     elif ff1.grad is None and not ff1.requires_grad:
-        problems.append("ff1.grad is None: cut f1 with requires_grad_(True) so model 2 can fill it")
+        problems.append(say(TEXT, "feedback.ff1_no_requires_grad"))
     elif ff1.grad is None:
-        problems.append(
-            "ff1.grad is None, though ff1 requires grad: run model 2 on ff1 itself, and keep "
-            "ff1.grad (do not set it to None) until f1.backward(ff1.grad) has used it"
-        )
+        problems.append(say(TEXT, "feedback.ff1_grad_dropped"))
 
     grads1 = _grads(models, 1)
     ref1 = _grads(ref_models, 1)
     if all(g is None for g in grads1.values()):
         problems.append(
-            "model 1 has no gradients yet: hand ff1.grad back with f1.backward(ff1.grad)"
+            say(TEXT, "feedback.grads_missing", k=1, how=say(TEXT, "feedback.how_stage1"))
         )
     elif not _same(grads1, ref1):
-        hint = "f1.backward() needs ff1.grad, the gradient that arrived at model 2's input"
+        hint_key = "hint_needs_ff1_grad"
         try:
             if ff2.grad is not None and _same(_model1_grads_for(models, tokens, ff2.grad), grads1):
-                hint = (
-                    "these are the gradients ff2.grad gives: f1.backward() needs ff1.grad "
-                    "(ff2.grad has the same shape only because every width here is 6)"
-                )
+                hint_key = "hint_ff2_grad"
             elif ff1.grad is not None and _same(_model1_grads_for(models, tokens, ff1), grads1):
-                hint = "you handed back ff1 itself (the activation): pass ff1.grad"
+                hint_key = "hint_activation"
             elif _same(grads1, ref1, 2.0):
-                hint = "they are doubled: f1.backward() ran twice (each call adds to .grad)"
+                hint_key = "hint_doubled"
         except Exception:  # a hint is a bonus; never fail the check on it
             pass
-        problems.append(f"model 1's gradients differ from the joint run's: {hint}")
+        hint = say(TEXT, f"feedback.{hint_key}")
+        problems.append(say(TEXT, "feedback.grads_differ", k=1, how=hint))
     if not problems and not _close(ff1.grad, joint.f1.grad):
         if ff1.grad is not None and not bool(ff1.grad.any()):
-            problems.append(
-                "ff1.grad is all zeros, though model 1's gradients are right: it was cleared "
-                "after f1.backward(ff1.grad) (e.g. ff1.grad.zero_()); leave the gradient model 2 "
-                "sent back as it is"
-            )
+            problems.append(say(TEXT, "feedback.ff1_grad_cleared"))
         else:
-            problems.append("ff1.grad differs from f1.grad of the joint run")
-    return feedback(
-        problems,
-        success="Every gradient, and ff1.grad, equals the joint run's: the hand-off is right.",
-    )
+            problems.append(say(TEXT, "feedback.ff1_grad_differs"))
+    return feedback(problems, success=say(TEXT, "feedback.handoff_success"))
 
 
 def _models_like(named: Mapping[str, torch.Tensor]) -> SplitModels:
@@ -187,10 +170,7 @@ def check_one_optimizer(
     """Check one split step with one Adam over all models: the same as one Adam per model."""
     problems = _not_models(models)
     if not isinstance(before, Mapping):
-        problems.append(
-            f"before is a {type(before).__name__}: take it with "
-            "snapshot(models.named_parameters()) before the step"
-        )
+        problems.append(say(TEXT, "feedback.before_not_mapping", type=type(before).__name__))
     if problems:
         return feedback(problems)
     if tokens is None or label is None:
@@ -201,24 +181,17 @@ def check_one_optimizer(
         run_split(reference, tokens, label, make_optimizers(reference, lr))
         changed = changed_models(before, models)
     except Exception as err:
-        return feedback([f"could not compare with the reference step: {clean_message(str(err))}"])
+        return feedback([say(TEXT, "feedback.reference_failed", error=clean_message(str(err)))])
     missing = [m for m in ("model1", "model2", "model3") if m not in changed]
     if not changed:
-        problems.append(
-            "no parameter changed: call opt.step() once, after all three backward calls"
-        )
+        problems.append(say(TEXT, "feedback.nothing_changed"))
     elif changed == ["model3"]:
-        problems.append(
-            "only model 3 changed: opt.step() ran right after loss.backward(), when models 2 and 1 "
-            "had no gradients yet (Adam skips a parameter whose .grad is None); call step() after "
-            "f1.backward(ff1.grad)"
-        )
+        problems.append(say(TEXT, "feedback.only_model3_changed"))
     elif missing:
-        problems.append(
-            f"{' and '.join(missing)} did not change: their gradients were not there when "
-            "opt.step() ran (step() too early, or a zero_grad() between the backward calls "
-            "wiped them)"
-        )
+        names = missing[0]
+        for name in missing[1:]:  # "model1 and model2"
+            names = say(TEXT, "feedback.two_names", first=names, second=name)
+        problems.append(say(TEXT, "feedback.models_unchanged", models=names))
     else:
         mine = models.named_parameters()
         off = sorted(
@@ -229,16 +202,8 @@ def check_one_optimizer(
             }
         )
         if off:
-            problems.append(
-                f"all three models changed, but {', '.join(off)} not by one Adam step (lr {lr}) "
-                "with the joint gradients: call zero_grad() once before the backward calls and "
-                "step() once after them"
-            )
-    return feedback(
-        problems,
-        success="One Adam over all three models, stepped once at the end, "
-        "gives exactly the post's per-model result.",
-    )
+            problems.append(say(TEXT, "feedback.not_one_adam_step", models=", ".join(off), lr=lr))
+    return feedback(problems, success=say(TEXT, "feedback.one_optimizer_success"))
 
 
 def _loss_value(loss: torch.Tensor) -> float | None:
@@ -251,36 +216,32 @@ def _loss_value(loss: torch.Tensor) -> float | None:
 def check_token_loss(out: torch.Tensor, target: object, loss: object) -> CheckResult:
     """Check the corrected loss: class 1 for each of the 5 tokens, cross-entropy over 3 classes."""
     if not isinstance(out, torch.Tensor) or out.dim() != 3:
-        return feedback(["out should be model 3's output, shape [1, 5, 3]"])
+        return feedback([say(TEXT, "feedback.out_shape")])
     batch, tokens, classes = out.shape
     problems = []
     if isinstance(target, PLACEHOLDER) or target is None:
-        problems.append("target is still `...`: give one class index per token")
+        problems.append(say(TEXT, "feedback.target_unfilled"))
     elif not isinstance(target, torch.Tensor):
-        problems.append(f"target is a {type(target).__name__}; make it a tensor")
+        problems.append(say(TEXT, "feedback.target_not_tensor", type=type(target).__name__))
     elif target.is_floating_point():
         if target.numel() != out.numel():
-            problems.append(
-                "target is a float tensor, so CrossEntropyLoss reads it as class probabilities; "
-                f"indices must be integers: torch.tensor([[1] * {tokens}]) (dtype long)"
-            )
+            problems.append(say(TEXT, "feedback.target_float", tokens=tokens))
         elif not torch.equal(
             target.reshape(-1, classes), torch.eye(classes)[1].expand(batch * tokens, classes)
         ):
-            problems.append("as probabilities, every token's row should be [0, 1, 0]")
+            problems.append(say(TEXT, "feedback.target_probabilities"))
     elif target.numel() != batch * tokens:
         problems.append(
-            f"target has {target.numel()} elements; one class index per token makes "
-            f"{batch * tokens}"
+            say(TEXT, "feedback.target_size", count=target.numel(), expected=batch * tokens)
         )
     elif not bool((target == 1).all()):
-        problems.append("every token's class is 1 (the position of the 1 in [0, 1, 0])")
+        problems.append(say(TEXT, "feedback.target_class"))
 
     if isinstance(loss, PLACEHOLDER) or loss is None:
-        problems.append("loss is still `...`: compute CrossEntropyLoss over the 3 classes")
+        problems.append(say(TEXT, "feedback.loss_unfilled"))
         return feedback(problems)
     if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
-        problems.append("loss should be a single-number tensor (the mean over the tokens)")
+        problems.append(say(TEXT, "feedback.loss_not_scalar"))
         return feedback(problems)
     value = _loss_value(loss)
     with torch.no_grad():
@@ -295,22 +256,12 @@ def check_token_loss(out: torch.Tensor, target: object, loss: object) -> CheckRe
         )
     is_post = value is not None and abs(value - float(post)) < 1e-6
     if is_post and abs(float(post) - float(right)) > 1e-6:
-        problems.append(
-            "this is the post's loss: with out of shape [1, 5, 3], CrossEntropyLoss takes dim 1 "
-            "(the 5 tokens) as classes; put the classes last-but-one with out.permute(0, 2, 1) "
-            "or flatten with out.reshape(-1, 3)"
-        )
+        problems.append(say(TEXT, "feedback.posts_loss"))
     elif value is not None and abs(value - float(summed)) < 1e-5:
-        problems.append("loss is the sum over tokens; CrossEntropyLoss's default is the mean")
+        problems.append(say(TEXT, "feedback.loss_summed"))
     elif value is None or abs(value - float(right)) > 1e-5:
-        problems.append(
-            f"loss is {value if value is None else round(value, 4)}, but the mean cross-entropy "
-            "of class 1 over the 5 tokens is different; use nn.CrossEntropyLoss() with the classes "
-            "in dim 1: out.permute(0, 2, 1), or out.reshape(-1, 3) with target.reshape(-1)"
-        )
+        shown = value if value is None else round(value, 4)
+        problems.append(say(TEXT, "feedback.loss_wrong", value=shown))
     elif loss.grad_fn is None:
-        problems.append(
-            "loss has no grad_fn, so backward() cannot reach the model: compute it from out itself "
-            "(not out.detach(), not under torch.no_grad())"
-        )
-    return feedback(problems, success="Right: each token's 3 scores against class 1, averaged.")
+        problems.append(say(TEXT, "feedback.loss_no_grad_fn"))
+    return feedback(problems, success=say(TEXT, "feedback.token_loss_success"))
