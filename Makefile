@@ -6,6 +6,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PORT ?= 8888
 NB ?= notebooks/*.ipynb
+ZH_NB := notebooks/zh/*.ipynb
 # Running as root (containers, CI) needs JupyterLab's --allow-root.
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 # Where torch comes from. PyPI's Linux wheels are CUDA builds of several GB; PyTorch's CPU-only
@@ -14,7 +15,7 @@ TORCH_INDEX ?=
 TORCH_FROM := $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX),)
 NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg
 
-.PHONY: install lab test lint unit notebooks execute bench compat mutate lock clean browser-deps
+.PHONY: install lab test lint unit notebooks execute zh bench compat mutate lock clean browser-deps
 
 # Create/refresh .venv from the pins; a no-op when pyproject.toml and constraints.txt are unchanged.
 install: $(STAMP)
@@ -49,14 +50,23 @@ unit: $(STAMP)
 
 # Strict nbval, then again with torch's CPU kernels forced to other instruction sets: outputs that
 # a learner's CPU could print differently (AVX-512 here, AVX2 or plain elsewhere) fail here first.
+# The Chinese edition runs the same code (tests/test_editions.py proves it), so once is enough.
 notebooks: $(STAMP)
 	$(BIN)/python -m pytest $(NBVAL) -q $(NB)
 	ATEN_CPU_CAPABILITY=avx2 $(BIN)/python -m pytest $(NBVAL) -q $(NB)
 	ATEN_CPU_CAPABILITY=default $(BIN)/python -m pytest $(NBVAL) -q $(NB)
+	$(BIN)/python -m pytest $(NBVAL) -q $(ZH_NB)
 
 # Re-run notebooks in place from a fresh kernel, so committed outputs are what the pins produce.
 execute: $(STAMP)
 	$(BIN)/python -m helpers.course execute $(NB)
+
+# The Chinese edition: rebuild every twin from its English notebook (code, cells; translations
+# kept), then run the twins so their outputs speak Chinese. Translators edit only Markdown and
+# helpers/text/zh/ (helpers/editions.py says how).
+zh: $(STAMP)
+	$(BIN)/python -m helpers.editions build
+	$(BIN)/python -m helpers.course execute $(ZH_NB)
 
 bench: $(STAMP)
 	$(BIN)/python -m tests.bench

@@ -37,6 +37,7 @@ from helpers.course import (
     TOC_TAG,
     course_notebooks,
     english_twin,
+    glossary,
     setup_cell_source,
     sync_notebook,
 )
@@ -169,37 +170,82 @@ def _text_of(output: dict[str, Any]) -> dict[str, str]:
     }
 
 
+_EMBEDDED = re.compile(r"data:image/[a-z]+;base64,[A-Za-z0-9+/=]+")
+
+
+def _svg_text(svg: str) -> str:
+    """What an SVG says: its text nodes (coordinates move when a translated line is wider)."""
+    return "\n".join(re.findall(r">([^<>]+)<", _EMBEDDED.sub("", svg)))
+
+
 def _numbers(text: str) -> Counter[str]:
     return Counter(_NUMBER.findall(text))
 
 
+def _merged(outputs: list) -> list:
+    """Outputs with consecutive writes to one stream joined, as nbval compares them (how a
+    cell's prints split into stream outputs depends on timing)."""
+    joined: list = []
+    for output in outputs:
+        last = joined[-1] if joined else None
+        if (
+            last is not None
+            and output.get("output_type") == last.get("output_type") == "stream"
+            and output.get("name") == last.get("name")
+        ):
+            joined[-1] = {**last, "text": last.get("text", "") + output.get("text", "")}
+        else:
+            joined.append(output)
+    return joined
+
+
 def _compare_outputs(where: str, english: list, twin: list) -> list[str]:
+    english, twin = _merged(english), _merged(twin)
     if len(english) != len(twin):
         return [f"{where}: {len(twin)} outputs, the English {len(english)}"]
     found = []
     for k, (a, b) in enumerate(zip(english, twin, strict=True)):
+        here = f"{where}, output {k + 1}"
         kinds_a, kinds_b = _text_of(a), _text_of(b)
         if a.get("output_type") != b.get("output_type") or kinds_a.keys() != kinds_b.keys():
-            found.append(f"{where}, output {k + 1}: of another kind than the English")
+            found.append(f"{here}: of another kind than the English")
             continue
         for mime, text in kinds_b.items():
-            if text == kinds_a[mime] or mime.startswith("application/vnd.jupyter.widget"):
+            theirs = kinds_a[mime]
+            if text == theirs or mime.startswith("application/vnd.jupyter.widget"):
                 continue
-            if mime in IMAGES:
-                found.append(f"{where}, output {k + 1}: its picture ({mime}) is not the English")
-            elif not _CJK.search(text):
+            if mime == "image/svg+xml" and _CJK.search(text):  # a snapshot, its text translated
+                if _EMBEDDED.findall(text) != _EMBEDDED.findall(theirs):
+                    found.append(f"{here}: a picture inside its snapshot is not the English")
+                text, theirs = _svg_text(text), _svg_text(theirs)
+            elif mime in IMAGES:
+                found.append(f"{here}: its picture ({mime}) is not the English")
+                continue
+            if not _CJK.search(text):
+                found.append(f"{here}: {mime} differs from the English, and not by a translation")
+            elif _numbers(text) != _numbers(theirs):
+                ours, english_numbers = _numbers(text), _numbers(theirs)
+                diff = sorted((ours - english_numbers) + (english_numbers - ours))
                 found.append(
-                    f"{where}, output {k + 1}: {mime} differs from the English, untranslated"
-                )
-            elif _numbers(text) != _numbers(kinds_a[mime]):
-                diff = (_numbers(text) - _numbers(kinds_a[mime])) + (
-                    _numbers(kinds_a[mime]) - _numbers(text)
-                )
-                found.append(
-                    f"{where}, output {k + 1}: {mime} shows other numbers than the English "
-                    f"({', '.join(sorted(diff))})"
+                    f"{here}: {mime} shows other numbers than the English ({', '.join(diff)})"
                 )
     return found
+
+
+_CODE_SPAN = re.compile(r"```.*?```|`[^`]*`|\]\([^)]*\)|<[^>]+>", re.DOTALL)
+
+
+def _missing_terms(english: str, chinese: str) -> list[str]:
+    """Glossary terms the English prose uses (code left out) and the translation does not."""
+    prose = _CODE_SPAN.sub(" ", english)
+    missing = []
+    for term in glossary():
+        pattern = term.get("en_match")
+        if pattern and re.search(pattern, prose, re.IGNORECASE):
+            wanted = term.get("zh_match", term["zh"])
+            if wanted not in chinese:
+                missing.append(f"{term['en']} → {wanted}")
+    return missing
 
 
 def _links(path: Path, cell) -> list[str]:
@@ -247,6 +293,10 @@ def problems(english: Path) -> list[str]:
             found.append(f"{where}: stale, the English changed after its translation")
         elif a.source.strip() and not _CJK.search(b.source):
             found.append(f"{where}: marked translated, but holds no Chinese")
+        else:
+            missing = _missing_terms(a.source, b.source)
+            if missing:
+                found.append(f"{where}: the glossary's terms are missing: {', '.join(missing)}")
     return found
 
 

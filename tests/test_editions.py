@@ -1,0 +1,183 @@
+"""helpers.editions: the Chinese twins stay in step with the English notebooks."""
+
+import json
+
+import nbformat
+import pytest
+
+from helpers import course, editions
+from helpers.editions import build_twin, english_hash, problems, todo, translate, twin_path
+from tests.notebook_files import NOTEBOOKS
+
+
+def test_every_english_notebook_has_a_twin_in_step():
+    found = [line for path in NOTEBOOKS for line in problems(path)]
+    assert found == [], "\n".join(found[:40])
+
+
+@pytest.fixture
+def folder(tmp_path, monkeypatch):
+    """A course folder with one English notebook; the twins go to its zh/ subfolder."""
+    monkeypatch.setattr(course, "NOTEBOOKS", tmp_path)
+    monkeypatch.setattr(editions, "NOTEBOOKS", tmp_path)
+    nb = nbformat.v4.new_notebook()
+    cells = [
+        nbformat.v4.new_markdown_cell("", metadata={"tags": ["course-badges"]}),
+        nbformat.v4.new_code_cell("", metadata={"tags": ["colab-setup"]}),
+        nbformat.v4.new_markdown_cell("# Leaves\n\nA leaf tensor keeps its gradient."),
+        nbformat.v4.new_code_cell("x = 2\nprint(x)"),
+        nbformat.v4.new_markdown_cell("Next: [02](02_b.ipynb) and [the list](../LIST.md)."),
+    ]
+    cells[3].outputs = [nbformat.v4.new_output("stream", name="stdout", text="the answer is 2\n")]
+    for n, cell in enumerate(cells):
+        cell.id = f"c{n:02d}"
+    nb.cells = cells
+    nbformat.write(nb, tmp_path / "01_a.ipynb")
+    nbformat.write(nbformat.v4.new_notebook(), tmp_path / "02_b.ipynb")
+    (tmp_path / "zh").mkdir()
+    nbformat.write(nbformat.v4.new_notebook(), tmp_path / "zh" / "02_b.ipynb")
+    course.sync_notebook(tmp_path / "01_a.ipynb")
+    return tmp_path
+
+
+def chinese(folder):
+    return {
+        "c02": "# 叶子节点\n\n叶子张量会保留它的梯度。",
+        "c04": "下一步：[02](02_b.ipynb) 和 [列表](../../LIST.md)。",
+    }
+
+
+def english(folder):
+    return folder / "01_a.ipynb"
+
+
+def test_a_new_twin_copies_the_code_and_asks_for_every_translation(folder):
+    twin = build_twin(english(folder))
+    assert twin == folder / "zh" / "01_a.ipynb" == twin_path(english(folder))
+    cells = nbformat.read(twin, as_version=4).cells
+    assert cells[3].source == "x = 2\nprint(x)" and cells[3].outputs[0].text == "the answer is 2\n"
+    assert 'set_language("zh")' in cells[1].source and "notebooks/zh/01_a.ipynb" in cells[0].source
+    assert set(todo(twin)) == {"c02", "c04"}
+    assert problems(english(folder)) == [
+        "zh/01_a.ipynb cell 3 (c02): untranslated",
+        "zh/01_a.ipynb cell 5 (c04): a link leads nowhere: ../LIST.md",
+        "zh/01_a.ipynb cell 5 (c04): untranslated",
+    ]
+
+
+def test_translations_are_marked_kept_by_a_rebuild_and_go_stale(folder):
+    (folder.parent / "LIST.md").write_text("list")
+    twin = build_twin(english(folder))
+    translate(twin, chinese(folder))
+    assert problems(english(folder)) == []
+    source = nbformat.read(english(folder), as_version=4)
+    assert nbformat.read(twin, as_version=4).cells[2].metadata["translation"] == {
+        "en": english_hash(source.cells[2].source)
+    }
+    source.cells[2].source += " Only leaves."
+    source.cells[3].source = "x = 3\nprint(x)"
+    nbformat.write(source, english(folder))
+    assert "zh/01_a.ipynb cell 4 (c03): its code differs from the English; make zh" in problems(
+        english(folder)
+    )
+    build_twin(english(folder))  # the code follows; the translation stays, now stale
+    assert problems(english(folder)) == [
+        "zh/01_a.ipynb cell 3 (c02): stale, the English changed after its translation"
+    ]
+    assert todo(twin)["c02"]["translation"] == chinese(folder)["c02"]
+    with pytest.raises(ValueError, match="not prose a translator writes"):
+        translate(twin, {"c03": "代码"})
+    with pytest.raises(KeyError, match="has no cell 'c99'"):
+        translate(twin, {"c99": "x"})
+
+
+def test_outputs_may_differ_only_by_translation_with_the_same_numbers(folder):
+    (folder.parent / "LIST.md").write_text("list")
+    twin = build_twin(english(folder))
+    translate(twin, chinese(folder))
+
+    def with_output(text, mime=None):
+        nb = nbformat.read(twin, as_version=4)
+        if mime is None:
+            nb.cells[3].outputs[0].text = text
+        else:
+            nb.cells[3].outputs = [
+                nbformat.v4.new_output("display_data", data={mime: text, "text/plain": "x"})
+            ]
+        nbformat.write(nb, twin)
+        return problems(english(folder))
+
+    where = "zh/01_a.ipynb cell 4 (c03), output 1"
+    assert with_output("答案是 2\n") == []
+    assert with_output("the answer is 3\n") == [
+        f"{where}: stream differs from the English, and not by a translation"
+    ]
+    assert with_output("答案是 3\n") == [
+        f"{where}: stream shows other numbers than the English (2, 3)"
+    ]
+    assert with_output("iVBOR", "image/png") == [f"{where}: of another kind than the English"]
+    source = nbformat.read(english(folder), as_version=4)
+    source.cells[3].outputs = [
+        nbformat.v4.new_output("display_data", data={"image/png": "iVBOR", "text/plain": "x"})
+    ]
+    nbformat.write(source, english(folder))
+    assert with_output("iVBOR", "image/png") == []
+    assert with_output("iVBOX", "image/png") == [
+        f"{where}: its picture (image/png) is not the English"
+    ]
+
+
+def test_a_snapshot_may_translate_its_text_but_not_its_numbers_or_pictures(folder):
+    (folder.parent / "LIST.md").write_text("list")
+    svg = '<svg><text x="{x}">{words} 3</text><image href="data:image/png;base64,{png}"/></svg>'
+    source = nbformat.read(english(folder), as_version=4)
+    source.cells[3].outputs = [
+        nbformat.v4.new_output(
+            "display_data", data={"image/svg+xml": svg.format(x=10, words="steps", png="AAA")}
+        )
+    ]
+    nbformat.write(source, english(folder))
+    twin = build_twin(english(folder))
+    translate(twin, chinese(folder))
+
+    def snapshot(**parts):
+        nb = nbformat.read(twin, as_version=4)
+        nb.cells[3].outputs[0].data["image/svg+xml"] = svg.format(**parts)
+        nbformat.write(nb, twin)
+        return problems(english(folder))
+
+    where = "zh/01_a.ipynb cell 4 (c03), output 1"
+    assert snapshot(x=14, words="步骤", png="AAA") == []
+    assert snapshot(x=14, words="步骤", png="AAB") == [
+        f"{where}: a picture inside its snapshot is not the English"
+    ]
+    assert snapshot(x=14, words="步骤 4", png="AAA") == [
+        f"{where}: image/svg+xml shows other numbers than the English (4)"
+    ]
+    assert snapshot(x=14, words="steps", png="AAA") == [
+        f"{where}: its picture (image/svg+xml) is not the English"
+    ]
+
+
+def test_a_translation_uses_the_glossary_terms(folder):
+    (folder.parent / "LIST.md").write_text("list")
+    twin = build_twin(english(folder))
+    translate(twin, {**chinese(folder), "c02": "# 叶子\n\n叶子张量会保留它的导数。"})
+    assert problems(english(folder)) == [
+        "zh/01_a.ipynb cell 3 (c02): the glossary's terms are missing: gradient → 梯度"
+    ]
+    assert editions._missing_terms("Call `x.grad` on a `tensor`.", "调用") == []
+
+
+def test_the_command_line_lists_and_applies_translations(folder, tmp_path, capsys):
+    (folder.parent / "LIST.md").write_text("list")
+    assert editions.main(["build", str(english(folder))]) == 0
+    assert capsys.readouterr().out.startswith("built ")
+    twin = twin_path(english(folder))
+    assert editions.main(["todo", str(twin)]) == 0
+    assert set(json.loads(capsys.readouterr().out)) == {"c02", "c04"}
+    wanted = tmp_path / "zh.json"
+    wanted.write_text(json.dumps(chinese(folder), ensure_ascii=False), encoding="utf-8")
+    assert editions.main(["translate", str(twin), str(wanted)]) == 0
+    assert editions.main(["check", str(english(folder))]) == 0
+    assert "every twin is in step" in capsys.readouterr().out
