@@ -181,3 +181,35 @@ def test_the_command_line_lists_and_applies_translations(folder, tmp_path, capsy
     assert editions.main(["translate", str(twin), str(wanted)]) == 0
     assert editions.main(["check", str(english(folder))]) == 0
     assert "every twin is in step" in capsys.readouterr().out
+
+
+ROOT = course.ROOT
+
+
+def test_each_readme_links_the_other_at_its_top():
+    assert "](README.zh.md)" in "\n".join((ROOT / "README.md").read_text().splitlines()[:5])
+    assert "](README.md)" in "\n".join((ROOT / "README.zh.md").read_text().splitlines()[:5])
+
+
+def test_the_chinese_readme_leads_to_every_twin_and_its_links_resolve():
+    text = (ROOT / "README.zh.md").read_text(encoding="utf-8")
+    targets = editions._MARKDOWN_LINK.findall(text)
+    for path in NOTEBOOKS:
+        assert f"notebooks/zh/{path.name}" in targets, path.name
+    for target in targets:
+        if not target.startswith(("http", "#")):
+            assert (ROOT / target).exists(), target
+
+
+def test_the_chinese_readme_has_no_english_prose_outside_code():
+    text = (ROOT / "README.zh.md").read_text(encoding="utf-8")
+    prose = editions._CODE_SPAN.sub(" ", text)
+    english = [line for line in prose.splitlines() if editions._ENGLISH_RUN.search(line)]
+    assert english == []
+
+
+def test_both_starting_notebooks_link_the_other_edition():
+    english = nbformat.read(ROOT / "notebooks" / "00_start_here.ipynb", as_version=4)
+    chinese = nbformat.read(ROOT / "notebooks" / "zh" / "00_start_here.ipynb", as_version=4)
+    assert "](zh/00_start_here.ipynb)" in english.cells[0].source
+    assert "](../00_start_here.ipynb)" in chinese.cells[0].source
