@@ -91,6 +91,9 @@ def lab(tmp_path_factory, chromium_path) -> Lab:
     served.mkdir()
     for notebook in sorted((ROOT / "notebooks").glob("*.ipynb")):
         shutil.copy2(notebook, served / notebook.name)
+    (served / "zh").mkdir()  # the Chinese edition, one folder down as in the repository
+    for notebook in sorted((ROOT / "notebooks" / "zh").glob("*.ipynb")):
+        shutil.copy2(notebook, served / "zh" / notebook.name)
     settings = tmp / "user-settings"
     for plugin, values in USER_SETTINGS.items():
         path = settings / f"{plugin}.jupyterlab-settings"

@@ -10,12 +10,17 @@ output behind a placeholder) and a click opens them.
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 
 import pytest
 
+from tests.ci import skip_or_fail
 from tests.notebook_files import IDS
+
+#: The Chinese edition's twins, opened from JupyterLab's root (notebooks/) like the English ones.
+ZH_IDS = [f"zh/{name}" for name in IDS]
 
 sync_api = pytest.importorskip(
     "playwright.sync_api", reason="the browser tests need Playwright: pip install -e '.[dev]'"
@@ -225,13 +230,14 @@ def exercise_quiz(page) -> None:
     quiz = page.locator(".autograd-quiz").first
     quiz.scroll_into_view_if_needed()
     question = quiz.locator(".autograd-question").first
-    assert "Misconception" not in question.inner_text()
+    revealed = r"/Misconception|误区/"  # the label in either edition
+    assert not re.search(r"Misconception|误区", question.inner_text())
     question.locator("button").first.click()
     page.wait_for_function(
-        """() => {
+        f"""() => {{
             const q = document.querySelector('.autograd-quiz .autograd-question');
-            return q && q.innerText.includes('Misconception');
-        }""",
+            return q && {revealed}.test(q.innerText);
+        }}""",
         timeout=WIDGET_TIMEOUT_MS,
     )
 
@@ -307,7 +313,7 @@ def run_notebook_in_lab(lab_page, screenshots: Path, name: str) -> dict:
         assert widgets["shown"] == widgets["views"], (name, widgets)
 
         try:  # pictures decode and get laid out asynchronously
-            if name in WITHOUT_PICTURES:
+            if Path(name).name in WITHOUT_PICTURES:
                 raise PlaywrightTimeout("nothing to wait for")
             page.wait_for_function(
                 f"() => {{ const p = ({PICTURES})(); "
@@ -318,12 +324,15 @@ def run_notebook_in_lab(lab_page, screenshots: Path, name: str) -> dict:
         except PlaywrightTimeout:
             pass  # the assertions below say what is wrong
         pictures = page.evaluate(PICTURES)
-        assert (pictures["count"] > 0) != (name in WITHOUT_PICTURES), (name, pictures["count"])
+        drawn = pictures["count"] > 0
+        assert drawn != (Path(name).name in WITHOUT_PICTURES), (name, pictures["count"])
         assert not pictures["broken"], f"{name}: pictures that did not load: {pictures['broken']}"
         assert not pictures["hidden"], f"{name}: {pictures['hidden']} pictures have no size"
+        if name.startswith("zh/"):
+            assert page.evaluate(SHOWS_CHINESE, name), f"{name}: no Chinese prose or output text"
         phase("checks")
 
-        screenshot(page, name, screenshots / name.replace(".ipynb", ".png"))
+        screenshot(page, name, screenshots / name.replace("/", "-").replace(".ipynb", ".png"))
         phase("screenshot")
 
         exercised = set()
@@ -358,6 +367,38 @@ def write_timings(screenshots):
 @pytest.mark.parametrize("name", IDS)
 def test_notebook_runs_in_jupyterlab(lab_page, screenshots, name):
     run_notebook_in_lab(lab_page, screenshots, name)
+
+
+@pytest.mark.parametrize("name", ZH_IDS)
+def test_chinese_notebook_runs_in_jupyterlab(lab_page, screenshots, chinese_font, name):
+    run_notebook_in_lab(lab_page, screenshots, name)  # it also checks the Chinese text shows
+
+
+@pytest.fixture(scope="module")
+def chinese_font() -> str:
+    """A font with Chinese glyphs (Debian's fonts-noto-cjk), so screenshots show no empty boxes."""
+    import subprocess
+
+    try:
+        found = subprocess.run(
+            ["fc-list", ":lang=zh", "family"], capture_output=True, text=True, check=False
+        ).stdout
+    except FileNotFoundError:
+        found = ""
+    if not found.strip():
+        skip_or_fail(
+            "no font with Chinese glyphs: `sudo apt-get install fonts-noto-cjk` or "
+            "`make browser-deps`, then re-run"
+        )
+    return found.splitlines()[0]
+
+
+# The notebook's rendered Markdown and outputs hold Chinese text (the prose and the helpers' text).
+SHOWS_CHINESE = f"""(path) => {{
+    const panel = ({PANEL})(path);
+    const text = panel.content.node.innerText;
+    return /[\u4e00-\u9fff]/.test(text) && /检验自己|练习|下一步/.test(text);
+}}"""
 
 
 def test_the_course_exercises_every_kind_of_widget(lab_page, screenshots):
