@@ -23,6 +23,8 @@ ROOT = Path(__file__).resolve().parent.parent
 # googlecolab/backend-info). Colab's torch is 2.11: `make compat` emulates Colab with it; here,
 # in `make test`, the machine's pinned torch stands in (an unpinned torch would pull CUDA builds).
 COLAB_PACKAGES = [f"torch=={PIN}", *compat.COLAB_PACKAGES]
+#: One Chinese twin, run the same way: Colab opens it from its badge.
+CHINESE_TWIN = ROOT / "notebooks" / "zh" / "03_detach_and_clone.ipynb"
 
 
 def colab_like_venv() -> Path:
@@ -64,6 +66,7 @@ def test_every_notebook_installs_what_colab_lacks_and_runs():
             str(ROOT / "tests" / "run_notebooks.py"),
             "--fake-colab",
             *map(str, NOTEBOOKS),
+            str(CHINESE_TWIN),
         ],
         capture_output=True,
         text=True,
@@ -77,6 +80,8 @@ def test_every_notebook_installs_what_colab_lacks_and_runs():
     for r in results:
         assert r["error"] is None, f"{r['notebook']} failed in the Colab emulation:\n{r['error']}"
     assert "Running on Google Colab" in results[0]["text"]
+    # The installed helpers carry their text files: the twin's quiz and tables speak Chinese.
+    assert "误区：" in results[-1]["text"] and "与之共享存储" in results[-1]["text"]
     versions = subprocess.run(
         [str(python), "-c", "import ipywidgets, torchviz, helpers; print(ipywidgets.__version__)"],
         capture_output=True,
