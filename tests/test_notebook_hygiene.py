@@ -7,13 +7,13 @@ import nbformat
 import pytest
 
 from helpers import course
-from tests.notebook_files import IDS, NOTEBOOKS
+from tests.notebook_files import EVERY_EDITION, EVERY_EDITION_IDS, NOTEBOOKS
 
 MAX_BYTES = 600_000
 IGNORE = "# NBVAL_IGNORE_OUTPUT"
 
 
-@pytest.fixture(params=NOTEBOOKS, ids=IDS)
+@pytest.fixture(params=EVERY_EDITION, ids=EVERY_EDITION_IDS)  # both editions
 def nb(request):
     return request.param, nbformat.read(request.param, as_version=4)
 
