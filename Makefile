@@ -43,7 +43,7 @@ browser-deps:
 	@.ci/system-packages --browser
 
 lint: $(STAMP)
-	$(BIN)/ruff check helpers tests notebooks conftest.py
+	$(BIN)/ruff check helpers tests notebooks site conftest.py
 
 unit: $(STAMP)
 	$(BIN)/python -m pytest tests -q
@@ -67,6 +67,13 @@ execute: $(STAMP)
 zh: $(STAMP)
 	$(BIN)/python -m helpers.editions build
 	$(BIN)/python -m helpers.course execute $(ZH_NB)
+
+# The course website: both editions, read-only, from the committed notebooks (never re-run), into
+# _site/html/ (English at its root, Chinese under zh/). Warnings are errors. site/build.py says how,
+# the README's "Website" section why Sphinx; tests/browser/test_site.py checks every page.
+.PHONY: site
+site: $(STAMP)
+	$(BIN)/python site/build.py
 
 bench: $(STAMP)
 	$(BIN)/python -m tests.bench

@@ -1,0 +1,255 @@
+"""The course website's Sphinx extension (site/conf.py loads it).
+
+- Every page links to its twin in the other edition and, for a notebook, to the notebook in Colab
+  and Binder (helpers.course.colab_url and binder_url, with the page's edition).
+- Links in a notebook that leave its edition resolve to the site's page of the twin (en's
+  `zh/00_start_here.ipynb`, zh's `../00_start_here.ipynb`) or, for a file of the repository that is
+  not a notebook (`../COMPATIBILITY.md`), to the file on GitHub; an anchor set in the notebook's
+  own HTML (`<a id="...">`) resolves to itself. Anything else stays for MyST to report.
+- The Chinese search index knows the glossary's terms as words (jieba's user dictionary), and its
+  JavaScript finds its stemmer (`ChineseSearch`).
+- Heading anchors are JupyterLab's (`## Tidy up` -> `#Tidy-up`), so a notebook's links to its own
+  headings work on the site as they do in JupyterLab.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from pathlib import Path
+
+from docutils import nodes
+from sphinx import addnodes
+from sphinx.application import Sphinx
+from sphinx.search.zh import SearchChinese
+from sphinx.transforms.post_transforms import SphinxPostTransform
+
+from helpers.course import (
+    BRANCH,
+    EDITIONS,
+    NOTEBOOKS,
+    REPOSITORY,
+    ROOT,
+    binder_url,
+    colab_url,
+    course_notebooks,
+    glossary,
+)
+
+__all__ = [
+    "TEXT",
+    "ChineseSearch",
+    "jupyter_anchor",
+    "page_links",
+    "resolve_link",
+    "search_terms",
+    "setup",
+]
+
+#: The site's own words, per edition (the notebooks carry everything else).
+TEXT = {
+    "en": {
+        "language": "English",
+        "title": "How PyTorch autograd really works",
+        "twin_title": "This page in English",
+        "colab_title": "Open this notebook in Colab",
+        "binder_title": "Open this notebook in JupyterLab on Binder",
+        "hide": "Hide the cell",
+        "show": "Show the cell",
+        "intro": (
+            "A numbered series of Jupyter notebooks that shows how PyTorch's autograd really "
+            "works, by running it: why `.grad` is `None` on an intermediate tensor, what "
+            "`detach()` and `clone()` do, why a second `backward()` fails, and how to pass "
+            "gradients by hand between separately optimised models. Every claim is a cell that "
+            "runs and checks itself; every picture is drawn from live tensors."
+        ),
+        "reading": (
+            "These pages show each notebook as it ran, with its outputs. The interactive parts "
+            "(sliders, toggles, quizzes) appear as the picture or text they start with; to use "
+            "them, open the notebook in Colab or Binder with the links at the top of each page. "
+            "Answers and solutions are folded: predict first, then open them."
+        ),
+        "contents": "The course",
+        "elsewhere": "The notebooks, the helpers and the tests: [the repository]({repository}).",
+    },
+    "zh": {
+        "language": "中文",
+        "title": "PyTorch autograd 到底如何工作",
+        "twin_title": "这一页的中文版",
+        "colab_title": "在 Colab 中打开这个笔记本",
+        "binder_title": "在 Binder 上用 JupyterLab 打开这个笔记本",
+        "hide": "收起单元格",
+        "show": "展开单元格",
+        "intro": (
+            "一套编了号的 Jupyter 笔记本，通过实际运行代码来讲清 PyTorch 的 autograd（自动求导）"
+            "到底如何工作：为什么中间张量的 `.grad` 是 `None`，`detach()` 和 `clone()` 究竟做了"
+            "什么，为什么第二次 `backward()` 会失败，以及如何在分别优化的几个模型之间手动传递"
+            "梯度。每个论断都是一个能运行、并检查自己的单元格；每张图都从真实的张量生成。"
+        ),
+        "reading": (
+            "这些页面展示每个笔记本运行后的样子，连同输出。交互部分（滑块、开关、测验）显示为"
+            "它们一开始的图片或文字；要动手操作，请用每页顶部的链接在 Colab 或 Binder 中打开"
+            "笔记本。答案和解答是折叠的：先预测，再展开。"
+        ),
+        "contents": "课程",
+        "elsewhere": "笔记本、helpers 和测试都在[代码仓库]({repository})中。",
+    },
+}
+
+#: Pages every edition has besides the notebooks (Sphinx makes the last two).
+COMMON_PAGES = ("index", "search", "genindex")
+
+
+def jupyter_anchor(title: str) -> str:
+    """A heading's anchor as JupyterLab makes it: the title with spaces as hyphens."""
+    return title.strip().replace(" ", "-")
+
+
+def _site_folder(edition: str) -> str:
+    """Where an edition's pages are, relative to the site's root ("." for English)."""
+    return EDITIONS[edition] or "."
+
+
+def _href(from_edition: str, to_edition: str, page: str) -> str:
+    """The relative address of `page` of `to_edition`, from a page of `from_edition`."""
+    target = posixpath.join(_site_folder(to_edition), page)
+    return posixpath.relpath(target, _site_folder(from_edition))
+
+
+def _notebook_names(edition: str) -> list[str]:
+    return [p.name for p in course_notebooks(NOTEBOOKS / EDITIONS[edition])]
+
+
+def page_links(edition: str, pagename: str) -> dict:
+    """The links a page shows in its header: its twins, and Colab and Binder for a notebook.
+
+    The home page opens the edition's first notebook (00_start_here) in Colab and Binder.
+    """
+    twins = []
+    for other in EDITIONS:
+        if other == edition:
+            continue
+        names = {Path(n).stem for n in _notebook_names(other)} | set(COMMON_PAGES)
+        if pagename in names:
+            twins.append(
+                {
+                    "lang": other,
+                    "label": TEXT[other]["language"],
+                    "title": TEXT[other]["twin_title"],
+                    "href": _href(edition, other, f"{pagename}.html"),
+                }
+            )
+    notebooks = _notebook_names(edition)
+    notebook = f"{pagename}.ipynb" if f"{pagename}.ipynb" in notebooks else None
+    if pagename == "index":
+        notebook = notebooks[0]
+    words = TEXT[edition]
+    links = {
+        "twins": twins,
+        "colab": None,
+        "binder": None,
+        "colab_title": words["colab_title"],
+        "binder_title": words["binder_title"],
+    }
+    if notebook:
+        links["colab"] = colab_url(notebook, edition)
+        links["binder"] = binder_url(notebook, edition)
+    return links
+
+
+_RAW_ID = r"""\bid\s*=\s*["']{}["']"""
+
+
+def resolve_link(edition: str, docname: str, target: str, raw_html: str = "") -> str | None:
+    """Where a notebook's link that Sphinx cannot resolve leads on the site, or None.
+
+    `target` is the link as written in notebook `docname` of `edition`; `raw_html` is the HTML the
+    notebook's Markdown holds (for anchors it sets with `<a id=...>`).
+    """
+    if target.startswith("#") or not re.search(r"[/.#]", target):
+        # "#anchor", or the bare id MyST keeps of an id link it could not resolve
+        anchor = target.removeprefix("#")
+        return f"#{anchor}" if re.search(_RAW_ID.format(re.escape(anchor)), raw_html) else None
+    path, _, fragment = target.partition("#")
+    here = posixpath.dirname(posixpath.join("notebooks", EDITIONS[edition], f"{docname}.ipynb"))
+    in_repository = posixpath.normpath(posixpath.join(here, path))
+    suffix = f"#{fragment}" if fragment else ""
+    for other in EDITIONS:
+        folder = posixpath.normpath(posixpath.join("notebooks", EDITIONS[other]))
+        name = posixpath.basename(in_repository)
+        if posixpath.dirname(in_repository) == folder and name in _notebook_names(other):
+            page = Path(name).with_suffix(".html").name
+            return _href(edition, other, page) + suffix
+    if not in_repository.startswith("..") and (ROOT / in_repository).is_file():
+        return f"{REPOSITORY}/blob/{BRANCH}/{in_repository}{suffix}"
+    return None
+
+
+class LinksOutOfTheEdition(SphinxPostTransform):
+    """Resolve the links `resolve_link` knows, before MyST reports what is left unresolved."""
+
+    default_priority = 5  # MyST's reference resolver runs at 9
+
+    def run(self, **kwargs) -> None:
+        edition = self.config.course_edition
+        raw_html = "\n".join(n.astext() for n in self.document.findall(nodes.raw))
+        for node in list(self.document.findall(addnodes.pending_xref)):
+            if node.get("reftype") != "myst" or node.get("refdomain"):
+                continue
+            uri = resolve_link(edition, self.env.docname, node["reftarget"], raw_html)
+            if uri is None:
+                continue
+            reference = nodes.reference("", "", *node.children, refuri=uri, internal=True)
+            node.replace_self(reference)
+
+
+def add_page_links(app: Sphinx, pagename: str, templatename: str, context: dict, doctree):
+    """Give the templates the page's links (course-links.html shows them)."""
+    links = page_links(app.config.course_edition, pagename)
+    context["course_links"] = links
+    alternates = "".join(
+        f'<link rel="alternate" hreflang="{t["lang"]}" href="{t["href"]}" />\n'
+        for t in links["twins"]
+    )
+    context["metatags"] = context.get("metatags", "") + alternates
+
+
+def search_terms() -> str:
+    """The glossary's Chinese terms as a jieba user dictionary (word, frequency, part of speech)."""
+    return "".join(f"{term['zh']} 100000 n\n" for term in glossary())
+
+
+def teach_search_the_glossary(app: Sphinx, config) -> None:
+    """For the Chinese index: write `search_terms` where Sphinx keeps its state, and use it."""
+    if config.html_search_language != "zh":
+        return
+    import logging
+
+    import jieba
+
+    jieba.setLogLevel(logging.WARNING)  # it reports loading its dictionary on stderr
+    path = Path(app.doctreedir) / "search-terms.txt"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(search_terms(), encoding="utf-8")
+    config.html_search_options = {**(config.html_search_options or {}), "dict": str(path)}
+
+
+class ChineseSearch(SearchChinese):
+    """Sphinx's Chinese search index, with the stemmer its JavaScript can find.
+
+    Sphinx 9.0 names the stemmer after the language (`window.Stemmer = ChineseStemmer`) but ships
+    the English one for Chinese (Latin words in Chinese text), so every page of the edition threw
+    "ChineseStemmer is not defined" and search found nothing (sphinx-doc/sphinx#14229, fixed by
+    #14416, not yet released in 9.0.4). The name below only picks the stemmer's class.
+    """
+
+    language_name = "English"
+
+
+def setup(app: Sphinx) -> dict:
+    app.add_config_value("course_edition", "en", "env", types=[str])
+    app.add_search_language(ChineseSearch)
+    app.connect("config-inited", teach_search_the_glossary)
+    app.add_post_transform(LinksOutOfTheEdition)
+    app.connect("html-page-context", add_page_links)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,179 @@
+"""The course website's pieces that need no build: its address, the links each page shows, the
+links that leave an edition, what a page changes in a notebook, and where the site is published.
+(tests/browser/test_site.py builds the site and reads every page in Chromium.)
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from helpers import course
+
+ROOT = Path(__file__).resolve().parent.parent
+SITE_DIR = ROOT / "site"
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+def _load(name: str):
+    """A module of site/ (not a package: `site` is also the standard library's module)."""
+    path = list(sys.path)
+    sys.path.insert(0, str(SITE_DIR))  # build.py imports course_site
+    try:
+        spec = importlib.util.spec_from_file_location(f"site_{name}", SITE_DIR / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path[:] = path  # no `import build` or `import conf` elsewhere finds site/'s
+    return module
+
+
+@pytest.fixture(scope="module")
+def site():
+    return _load("course_site")
+
+
+@pytest.fixture(scope="module")
+def build():
+    return _load("build")
+
+
+def test_the_site_address_follows_the_one_repository_url():
+    owner, name = course.REPOSITORY.removeprefix("https://github.com/").split("/")
+    assert course.SITE == f"https://{owner}.github.io/{name}/"
+    assert course.site_url() == course.SITE
+    assert course.site_url(edition="zh") == course.SITE + "zh/"
+    assert course.site_url("05_freeing_the_graph.ipynb", "zh") == (
+        course.SITE + "zh/05_freeing_the_graph.html"
+    )
+
+
+def test_the_readme_names_the_site_and_how_to_build_it():
+    readme = (ROOT / "README.md").read_text()
+    assert course.SITE in readme
+    assert "make site" in readme
+
+
+def test_make_site_builds_into_an_ignored_folder_and_the_workflow_publishes_it():
+    makefile = (ROOT / "Makefile").read_text()
+    assert re.search(r"^site: .*\n\t\$\(BIN\)/python site/build.py", makefile, re.M)
+    assert re.search(r"^\.PHONY:.*\bsite\b", makefile, re.M)  # site/ is also a folder
+    assert "_site/" in (ROOT / ".gitignore").read_text().splitlines()
+    workflow = (ROOT / ".github" / "workflows" / "site.yml").read_text()
+    assert "make site" in workflow and "path: _site/html" in workflow
+    assert "actions/deploy-pages" in workflow
+
+
+def test_a_notebook_page_links_its_twin_and_colab_and_binder(site):
+    name = "05_freeing_the_graph"
+    en, zh = site.page_links("en", name), site.page_links("zh", name)
+    assert [t["href"] for t in en["twins"]] == [f"zh/{name}.html"]
+    assert [t["href"] for t in zh["twins"]] == [f"../{name}.html"]
+    assert en["colab"] == course.colab_url(f"{name}.ipynb", "en")
+    assert zh["colab"] == course.colab_url(f"{name}.ipynb", "zh")
+    assert zh["binder"] == course.binder_url(f"{name}.ipynb", "zh")
+    assert [t["label"] for t in en["twins"]] == ["中文"]
+    assert [t["label"] for t in zh["twins"]] == ["English"]
+
+
+def test_the_home_and_search_pages_have_twins_and_only_notebooks_open_in_colab(site):
+    home = site.page_links("en", "index")
+    assert home["twins"][0]["href"] == "zh/index.html"
+    assert home["colab"] == course.colab_url("00_start_here.ipynb", "en")
+    search = site.page_links("zh", "search")
+    assert search["twins"][0]["href"] == "../search.html"
+    assert search["colab"] is None and search["binder"] is None
+
+
+@pytest.mark.parametrize(
+    ("edition", "docname", "target", "expected"),
+    [
+        ("en", "00_start_here", "zh/00_start_here.ipynb", "zh/00_start_here.html"),
+        ("zh", "00_start_here", "../00_start_here.ipynb", "../00_start_here.html"),
+        (
+            "zh",
+            "03_detach_and_clone",
+            "../03_detach_and_clone.ipynb#x",
+            "../03_detach_and_clone.html#x",
+        ),
+        (
+            "en",
+            "00_start_here",
+            "../COMPATIBILITY.md",
+            f"{course.REPOSITORY}/blob/{course.BRANCH}/COMPATIBILITY.md",
+        ),
+        (
+            "zh",
+            "00_start_here",
+            "../../COMPATIBILITY.md",
+            f"{course.REPOSITORY}/blob/{course.BRANCH}/COMPATIBILITY.md",
+        ),
+        ("en", "01_leaf_nodes", "../NO_SUCH_FILE.md", None),  # left for MyST to report
+        ("en", "01_leaf_nodes", "zh/99_no_such_notebook.ipynb", None),
+        ("en", "01_leaf_nodes", "../../../etc/passwd", None),  # never outside the repository
+    ],
+)
+def test_links_that_leave_the_edition(site, edition, docname, target, expected):
+    assert site.resolve_link(edition, docname, target) == expected
+
+
+def test_an_anchor_the_notebook_sets_in_html_resolves_only_if_it_is_there(site):
+    raw = '<a id="Tidy-up"></a>'
+    assert site.resolve_link("zh", "07_split_across_processes", "Tidy-up", raw) == "#Tidy-up"
+    assert site.resolve_link("zh", "07_split_across_processes", "#Tidy-up", raw) == "#Tidy-up"
+    assert site.resolve_link("zh", "07_split_across_processes", "Nowhere", raw) is None
+
+
+def test_headings_get_jupyterlab_anchors(site):
+    assert site.jupyter_anchor("Tidy up") == "Tidy-up"
+    assert site.jupyter_anchor(" 1. The post's network ") == "1.-The-post's-network"
+
+
+def test_the_chinese_search_knows_every_glossary_term(site):
+    lines = site.search_terms().splitlines()
+    assert [line.split()[0] for line in lines] == [t["zh"] for t in course.glossary()]
+    assert site.ChineseSearch.language_name == "English"  # the stemmer its JavaScript ships
+
+
+EVERY_NOTEBOOK = [
+    (edition, path)
+    for edition, sub in course.EDITIONS.items()
+    for path in course.course_notebooks(course.NOTEBOOKS / sub)
+]
+
+
+@pytest.mark.parametrize(
+    ("edition", "path"), EVERY_NOTEBOOK, ids=[f"{e}/{p.name}" for e, p in EVERY_NOTEBOOK]
+)
+def test_a_page_keeps_every_source_and_output_and_titles_the_folded_cells(build, edition, path):
+    committed = json.loads(path.read_text(encoding="utf-8"))
+    page = build.prepare_notebook(committed, edition)
+    assert "widgets" not in page["metadata"]
+    assert len(page["cells"]) == len(committed["cells"])
+    titles = course.HIDDEN_TITLES_BY_EDITION[edition].values()
+    for ours, theirs in zip(page["cells"], committed["cells"], strict=True):
+        assert ours["source"] == theirs["source"] and ours.get("outputs") == theirs.get("outputs")
+        tags = ours["metadata"].get("tags", [])
+        generated = {course.BADGE_TAG, course.SETUP_TAG} & set(tags)
+        assert ("remove-cell" in tags) == bool(generated), tags
+        if course.HIDE_TAG in tags:
+            assert ours["metadata"]["mystnb"]["code_prompt_show"] in titles
+        for output in theirs.get("outputs", []):
+            data = output.get("data", {})
+            if WIDGET_VIEW in data:  # the page shows the snapshot: a picture or a table
+                assert {"text/html", "image/svg+xml", "image/png"} & set(data), path.name
+    assert committed == json.loads(path.read_text(encoding="utf-8"))  # the input is untouched
+
+
+def test_the_home_page_lists_the_notebooks_in_course_order(build):
+    for edition, sub in course.EDITIONS.items():
+        text = build.home_page(edition)
+        toctree = text[text.index("```{toctree}") :].split("```")[1]
+        listed = [line for line in toctree.splitlines()[2:] if line]
+        assert listed == [p.stem for p in course.course_notebooks(course.NOTEBOOKS / sub)]
+        assert course.REPOSITORY in text
