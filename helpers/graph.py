@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 import graphviz
 import torch
 
+from helpers.shapes import shape_text
+
 __all__ = [
     "AutogradGraph",
     "GraphData",
@@ -108,10 +110,6 @@ class GraphData:
         return [n.label for n in self.nodes if n.kind == "function"]
 
 
-def _shape_text(shape: Iterable[int]) -> str:
-    return "(" + ", ".join(str(s) for s in shape) + ")"
-
-
 def _name_map(params: object) -> dict[int, str]:
     """Map id(tensor) -> name from a dict of tensors or an nn.Module."""
     if params is None:
@@ -162,7 +160,7 @@ class _Builder:
         shown = self.names.get(id(t), "")
         if name:
             shown = f"{name} = {shown}" if shown else name
-        return f"{shown}\n{_shape_text(t.shape)}" if shown else _shape_text(t.shape)
+        return f"{shown}\n{shape_text(t)}" if shown else shape_text(t)
 
     def add_root(self, t: torch.Tensor) -> None:
         if id(t) in self._ids:

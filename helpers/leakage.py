@@ -18,6 +18,8 @@ from typing import Any
 
 import torch
 
+from helpers.shapes import shape_text
+
 __all__ = ["RULE", "auc", "auc_figure", "binary_task"]
 
 #: The direction in feature space that decides the label (features 0, 1 and 2; the rest is noise).
@@ -39,7 +41,7 @@ def _as_vector(values: Any, name: str) -> torch.Tensor:
         )
     if tensor.dim() != 1:
         raise ValueError(
-            f"{name} must be 1-D (one value per example); got shape {list(tensor.shape)}"
+            f"{name} must be 1-D (one value per example); got shape {shape_text(tensor)}"
         )
     if tensor.is_complex():
         raise TypeError(f"{name} must be real numbers; got {tensor.dtype}")

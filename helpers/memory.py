@@ -25,6 +25,7 @@ import torch
 from helpers.display import Table
 from helpers.graph import autograd_graph
 from helpers.language import say
+from helpers.shapes import shape_text
 
 __all__ = [
     "SavedTensor",
@@ -130,7 +131,7 @@ def saved_in_graph(*roots: torch.Tensor, known: object = None) -> list[SavedTens
                 storage=storage,
                 owner=owners.get(ptr) if ptr is not None else None,
                 function=labels[edge.src].label,
-                slot=node.label.split("\n")[0],  # the graph has no names here: "slot\n(shape)"
+                slot=node.label.split("\n")[0],  # the graph has no names here: "slot\n[shape]"
             )
         )
     return result
@@ -147,7 +148,7 @@ def saved_table(saved: Iterable[SavedTensor], *, title: str | None = None) -> Ta
             {
                 "saved by": s.function or "?",
                 "slot": s.slot or "?",
-                "shape": "(" + ", ".join(str(d) for d in s.shape) + ")",
+                "shape": shape_text(s.shape),
                 "dtype": s.dtype,
                 "storage": f"#{s.storage}",
                 "new bytes": f"{new:,}",

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import torch
 
 from helpers.display import Figure, Stack, Table
+from helpers.shapes import shape_text
 
 __all__ = [
     "ParamChange",
@@ -89,7 +90,7 @@ class ParamDiff(Table):
         rows = [
             {
                 "parameter": c.name,
-                "shape": "[" + ", ".join(str(s) for s in c.shape) + "]",
+                "shape": shape_text(c.shape),
                 "changed": c.changed,
                 "elements changed": f"{c.n_changed} / {c.numel}",
                 "max |Δ|": float(f"{c.max_abs:.3g}"),
@@ -135,7 +136,7 @@ def param_diff(before: object, after: object, title: str | None = None) -> Param
         b = new[name]
         if a.shape != b.shape:
             raise ValueError(
-                f"parameter {name!r} has shape {list(a.shape)} before but {list(b.shape)} after"
+                f"parameter {name!r} has shape {shape_text(a)} before but {shape_text(b)} after"
             )
         delta = b.detach().to(torch.float64) - a.detach().to(torch.float64)
         changes.append(

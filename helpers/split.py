@@ -33,6 +33,7 @@ from helpers.graph import (
     picture_bundle,
 )
 from helpers.language import phrase, say
+from helpers.shapes import shape_text
 
 __all__ = [
     "MLP1",
@@ -168,7 +169,7 @@ def model_table(models: SplitModels, parties: Sequence[str] = PARTIES) -> Table:
             "model": f"model{k}",
             "party": party,
             "layers": " → ".join(type(layer).__name__ for layer in model.children()),
-            "parameters": ", ".join(f"{n} {list(p.shape)}" for n, p in model.named_parameters()),
+            "parameters": ", ".join(f"{n} {shape_text(p)}" for n, p in model.named_parameters()),
         }
         for k, (model, party) in enumerate(zip(modules, parties, strict=True), start=1)
     ]
@@ -419,7 +420,7 @@ def compare_tensors(
             row["same"] = a is None and b is None
             row["note"] = f"None in {' and '.join(missing)}"
         elif a.shape != b.shape:
-            row["note"] = f"shapes differ: {list(a.shape)} vs {list(b.shape)}"
+            row["note"] = f"shapes differ: {shape_text(a)} vs {shape_text(b)}"
         else:
             diff = (a.detach().double() - b.detach().double()).abs()
             row["max |Δ|"] = _max_abs_text(diff)

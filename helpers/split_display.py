@@ -19,6 +19,7 @@ from typing import Any
 
 from helpers.display import Figure, Table
 from helpers.language import say
+from helpers.shapes import shape_text
 from helpers.split_ranks import ROLES, WireRecord
 
 __all__ = ["SourceView", "loss_figure", "sequence_figure", "show_source", "wire_table"]
@@ -36,7 +37,7 @@ def wire_table(records: list[WireRecord], steps: list[int] | None = None) -> Tab
             "phase": r.phase,
             "direction": r.direction,
             "what": r.what,
-            "shape": str(list(r.shape)),
+            "shape": shape_text(r.shape),
             "bytes": r.nbytes,
         }
         for r in records
@@ -111,7 +112,7 @@ def sequence_figure(records: list[WireRecord], step: int = 1) -> Figure:
         ax.text(
             middle,
             -i - 0.07,
-            f"{list(r.shape)}, {r.nbytes} B",
+            f"{shape_text(r.shape)}, {r.nbytes} B",
             ha="center",
             va="top",
             fontsize=9,

@@ -7,6 +7,7 @@ import warnings
 import torch
 
 from helpers.display import Table
+from helpers.shapes import shape_text
 
 __all__ = ["STATE_COLUMNS", "describe_grad", "tensor_state"]
 
@@ -23,10 +24,6 @@ STATE_COLUMNS = [
 ]
 
 
-def _shape(t: torch.Tensor) -> str:
-    return "scalar" if t.dim() == 0 else "[" + ", ".join(str(s) for s in t.shape) + "]"
-
-
 def describe_grad(grad: torch.Tensor | None, max_values: int = 6) -> str:
     """'None', the values of a small gradient (4 significant digits), or, for a larger one, its
     shape and norm: "[0.75, 1]" or "shape [2, 1, 3, 3], norm 2.232"."""
@@ -36,7 +33,7 @@ def describe_grad(grad: torch.Tensor | None, max_values: int = 6) -> str:
         values = grad.detach().reshape(-1).tolist()
         return "[" + ", ".join(format(v, ".4g") for v in values) + "]"
     norm = float(grad.detach().double().norm())
-    return f"shape {_shape(grad)}, norm {norm:.4g}"
+    return f"shape {shape_text(grad)}, norm {norm:.4g}"
 
 
 def _read_grad(t: torch.Tensor) -> torch.Tensor | None:
@@ -73,7 +70,7 @@ def tensor_state(**named_tensors: torch.Tensor) -> Table:
         rows.append(
             {
                 "tensor": name,
-                "shape": _shape(t),
+                "shape": shape_text(t),
                 "requires_grad": t.requires_grad,
                 "is_leaf": t.is_leaf,
                 "grad_fn": None if t.grad_fn is None else type(t.grad_fn).__name__,

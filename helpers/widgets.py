@@ -1,4 +1,7 @@
-"""Interactive explorers: thin ipywidgets over the plain functions in `helpers.widget_logic`.
+"""Interactive explorers: thin ipywidgets over plain functions that pytest calls.
+
+What they compute lives in `helpers.explorers` (graph explorer, optimizer lab) and
+`helpers.backward_recorder` (backward stepper); how it is drawn, in `helpers.widget_pictures`.
 
     from helpers.widgets import graph_explorer, backward_stepper, optimizer_lab
     graph_explorer()
@@ -21,25 +24,24 @@ from typing import Any
 
 import torch
 
-from helpers.language import say
-from helpers.widget_logic import (
+from helpers.backward_recorder import (
+    BackwardRecord,
+    Frame,
+    backward_frame,
+    default_backward_example,
+    record_backward,
+)
+from helpers.explorers import (
     ARRANGEMENTS,
     LOSSES,
     OPTIMIZERS,
-    BackwardRecord,
     ExplorerResult,
-    Frame,
     OptimizerRun,
-    backward_frame,
-    default_backward_example,
     explore_graph,
-    figure_html,
-    graph_html,
     optimizer_run,
-    record_backward,
-    snapshot_svg,
-    table_html,
 )
+from helpers.language import say
+from helpers.widget_pictures import figure_html, graph_html, snapshot_svg, table_html
 
 __all__ = [
     "VIEW_MIME",

@@ -44,6 +44,9 @@ MODULES: dict[str, list[str]] = {
     "helpers/quiz.py": ["tests/test_quiz.py"],
     "helpers/language.py": ["tests/test_language.py"],
     "helpers/editions.py": ["tests/test_editions.py"],
+    "helpers/shapes.py": ["tests/test_shapes.py"],
+    "helpers/backward_recorder.py": ["tests/test_backward_recorder.py"],
+    "helpers/explorers.py": ["tests/test_explorers.py"],
     **{
         f"helpers/exercises/{path.stem}.py": [f"tests/test_exercises_{path.stem}.py"]
         for path in sorted((ROOT / "helpers" / "exercises").glob("*.py"))
@@ -60,7 +63,7 @@ LEFT_OUT: dict[str, str] = {
     "helpers/quiz_final.py": "notebook 10's questions as data; tests/test_quiz.py runs each one",
     "helpers/course.py": "maintainer tooling (badges, sync); tests/test_course.py covers it",
     "helpers/leakage.py": "figure layout of notebook 07's leak; its numbers are asserted there",
-    "helpers/widget_logic.py": "not measured yet: its backward recorder is to move out first",
+    "helpers/widget_pictures.py": "drawing: HTML panes and SVG snapshots, checked by looking",
     "helpers/distributed.py": "the launcher (processes, ports); tests/test_distributed.py runs it",
     "helpers/split_ranks.py": "not measured yet: its tests start processes, too slow per mutant",
     "helpers/rank_failures.py": "not measured yet: failure reports, tested with the launcher",
@@ -111,6 +114,8 @@ def scratch_for(module: str) -> Path:
         f'paths_to_mutate = ["{module}"]\n'
         f"pytest_add_cli_args_test_selection = [{tests}]\n"
         'pytest_add_cli_args = ["-q", "-x", "-p", "no:randomly"]\n'
+        # mutmut copies only the mutated .py file; helpers.language reads its text beside it.
+        'also_copy = ["helpers/text"]\n'
     )
     (scratch / "pyproject.toml").write_text(config)
     return scratch

@@ -213,3 +213,257 @@ def test_both_starting_notebooks_link_the_other_edition():
     chinese = nbformat.read(ROOT / "notebooks" / "zh" / "00_start_here.ipynb", as_version=4)
     assert "](zh/00_start_here.ipynb)" in english.cells[0].source
     assert "](../00_start_here.ipynb)" in chinese.cells[0].source
+
+
+def edit_twin(folder, change):
+    """Apply change(notebook) to the twin of 01_a and save it."""
+    twin = twin_path(english(folder))
+    nb = nbformat.read(twin, as_version=4)
+    change(nb)
+    nbformat.write(nb, twin)
+
+
+def translated_twin(folder):
+    (folder.parent / "LIST.md").write_text("list")
+    twin = build_twin(english(folder))
+    translate(twin, chinese(folder))
+    return twin
+
+
+def test_todo_gives_a_translator_the_english_and_the_translation_to_revise(folder):
+    twin = build_twin(english(folder))
+    source = nbformat.read(english(folder), as_version=4)
+    assert todo(twin) == {
+        "c02": {"status": "untranslated", "english": source.cells[2].source},
+        "c04": {"status": "untranslated", "english": source.cells[4].source},
+    }
+    translate(twin, chinese(folder))
+    source.cells[2].source += " Only leaves."
+    nbformat.write(source, english(folder))
+    assert todo(twin) == {
+        "c02": {
+            "status": "stale",
+            "english": source.cells[2].source,
+            "translation": chinese(folder)["c02"],
+        }
+    }
+
+
+def test_each_kind_of_out_of_step_cell_is_named(folder):
+    twin = translated_twin(folder)
+    where = "zh/01_a.ipynb cell"
+    edit_twin(folder, lambda nb: setattr(nb.cells[1], "source", "import helpers"))
+    assert problems(english(folder)) == [f"{where} 2 (c01): the setup cell is stale; make zh"]
+    build_twin(english(folder))
+    translate(twin, {"c02": "# Leaves\n\nA leaf tensor keeps its gradient."})
+    assert problems(english(folder)) == [
+        f"{where} 3 (c02): marked translated, but holds no Chinese"
+    ]
+    translate(twin, {"c02": "# 树\n\n树会保留它的导数。"})
+    assert problems(english(folder)) == [
+        f"{where} 3 (c02): the glossary's terms are missing: "
+        "leaf node → 叶子, gradient → 梯度, tensor → 张量"
+    ]
+    assert editions._missing_terms("Gradients flow back.", "导数") == ["gradient → 梯度"]
+    translate(
+        twin,
+        {"c04": "下一步：[02](02_b.ipynb#top)、[网站](https://pytorch.org)、[无](nowhere.md)。"},
+    )
+    assert problems(english(folder))[1:] == [f"{where} 5 (c04): a link leads nowhere: nowhere.md"]
+
+
+def test_a_missing_twin_and_a_raw_cell_do_not_stop_the_check(folder):
+    assert problems(english(folder)) == [
+        f"01_a.ipynb: no Chinese twin ({folder.name}/zh/01_a.ipynb); make zh"
+    ]
+    source = nbformat.read(english(folder), as_version=4)
+    raw = nbformat.v4.new_raw_cell("raw text")
+    raw.id = "r01"
+    source.cells.insert(2, raw)
+    nbformat.write(source, english(folder))
+    build_twin(english(folder))
+    assert "zh/01_a.ipynb cell 4 (c02): untranslated" in problems(english(folder))
+
+
+def test_outputs_split_into_several_writes_compare_as_one(folder):
+    twin = translated_twin(folder)
+
+    def outputs(*parts):
+        edit_twin(folder, lambda nb: setattr(nb.cells[3], "outputs", list(parts)))
+        return problems(english(folder))
+
+    def stream(text, name="stdout"):
+        return nbformat.v4.new_output("stream", name=name, text=text)
+
+    assert outputs(stream("答案是 "), stream("2\n")) == []
+    where = "zh/01_a.ipynb cell 4 (c03)"
+    assert outputs(stream("答案是 "), stream("2\n", "stderr")) == [
+        f"{where}: 2 outputs, the English 1"
+    ]
+    picture = nbformat.v4.new_output("display_data", data={"text/plain": "p"})
+    source = nbformat.read(english(folder), as_version=4)
+    source.cells[3].outputs = [picture, stream("the answer is 2\n")]
+    nbformat.write(source, english(folder))
+    assert outputs(picture, stream("答案"), stream("是 "), stream("2\n")) == []
+    assert outputs(picture, picture) == [f"{where}, output 2: of another kind than the English"]
+    assert twin.exists()
+
+
+def test_each_output_and_each_of_its_kinds_is_compared(folder):
+    translated_twin(folder)
+
+    def display(kind="display_data", **data):
+        return nbformat.v4.new_output(
+            kind, data=data, **({"execution_count": 1} if kind == "execute_result" else {})
+        )
+
+    def compare(english_outputs, twin_outputs):
+        source = nbformat.read(english(folder), as_version=4)
+        source.cells[3].outputs = english_outputs
+        nbformat.write(source, english(folder))
+        edit_twin(folder, lambda nb: setattr(nb.cells[3], "outputs", twin_outputs))
+        return problems(english(folder))
+
+    where = "zh/01_a.ipynb cell 4 (c03), output"
+    plain = {"text/plain": "x"}
+    assert compare([display("execute_result", **plain)], [display(**plain)]) == [
+        f"{where} 1: of another kind than the English"
+    ]
+    assert compare(
+        [display(**{"text/plain": "a"}), display(**{"text/plain": "b"})],
+        [display(**{"image/png": "i"}), display(**{"text/plain": "c"})],
+    ) == [
+        f"{where} 1: of another kind than the English",
+        f"{where} 2: text/plain differs from the English, and not by a translation",
+    ]
+    assert compare(
+        [display(**{"text/html": "<b>loss</b>", "text/plain": "loss 2"})],
+        [display(**{"text/html": "<b>loss</b>", "text/plain": "loss 3"})],
+    ) == [f"{where} 1: text/plain differs from the English, and not by a translation"]
+    assert compare(
+        [display(**{"image/png": "iVBOR", "text/plain": "a"})],
+        [display(**{"image/png": "iVBOX", "text/plain": "b"})],
+    ) == [
+        f"{where} 1: its picture (image/png) is not the English",
+        f"{where} 1: text/plain differs from the English, and not by a translation",
+    ]
+    widget = "application/vnd.jupyter.widget-view+json"
+    assert (
+        compare(
+            [display(**{widget: {"model_id": "a1"}})], [display(**{widget: {"model_id": "b2"}})]
+        )
+        == []
+    )
+    assert compare(
+        [display(**{"application/json": {"loss": 2}})],
+        [display(**{"application/json": {"loss": 3}})],
+    ) == [f"{where} 1: application/json differs from the English, and not by a translation"]
+    error = nbformat.v4.new_output("error", ename="E", evalue="v", traceback=[])
+    assert compare([error], [error]) == []
+
+
+def test_a_snapshot_number_in_a_text_node_of_its_own_is_compared(folder):
+    svg = "<svg><text>{words}</text><text>{n}</text></svg>"
+    source = nbformat.read(english(folder), as_version=4)
+    source.cells[3].outputs = [
+        nbformat.v4.new_output(
+            "display_data", data={"image/svg+xml": svg.format(words="steps", n=3)}
+        )
+    ]
+    nbformat.write(source, english(folder))
+    translated_twin(folder)
+    edit_twin(
+        folder,
+        lambda nb: (
+            nb.cells[3].outputs[0].data.update({"image/svg+xml": svg.format(words="步骤", n=4)})
+        ),
+    )
+    assert problems(english(folder)) == [
+        "zh/01_a.ipynb cell 4 (c03), output 1: "
+        "image/svg+xml shows other numbers than the English (3, 4)"
+    ]
+
+
+def test_english_left_in_a_twins_outputs_is_listed_once_per_line(folder):
+    twin = translated_twin(folder)
+    long = "Every single word here is English " * 5
+    outputs = [
+        nbformat.v4.new_output("stream", name="stdout", text="答案是 2\nthe answer is two\n"),
+        nbformat.v4.new_output("stream", name="stdout", text="the answer is two\n"),
+        nbformat.v4.new_output(
+            "display_data",
+            data={
+                "text/html": "<td>loss went down very slowly &amp; surely</td><td>损失</td>",
+                "text/plain": "x",
+            },
+        ),
+        nbformat.v4.new_output("display_data", data={"text/plain": "Only plain text shown here"}),
+        nbformat.v4.new_output("display_data", data={"image/png": "iVBOR"}),
+        nbformat.v4.new_output("stream", name="stdout", text=long),
+    ]
+    edit_twin(folder, lambda nb: setattr(nb.cells[3], "outputs", outputs))
+    assert editions.english_in_outputs(twin) == [
+        "cell 4 (c03): the answer is two",
+        "cell 4 (c03): loss went down very slowly & surely",
+        "cell 4 (c03): Only plain text shown here",
+        f"cell 4 (c03): {long.strip()[:120]}",
+    ]
+    assert len(long.strip()) > 120
+
+
+def test_the_command_line_checks_the_notebooks_it_is_given_and_says_what_is_wrong(
+    folder, tmp_path, capsys
+):
+    twin = translated_twin(folder)
+    other = nbformat.v4.new_notebook()
+    other.cells = [nbformat.v4.new_markdown_cell("# Backward")]
+    nbformat.write(other, folder / "02_b.ipynb")
+    assert editions.main(["check", str(english(folder))]) == 0
+    assert capsys.readouterr().out == "every twin is in step with its English notebook\n"
+    edit_twin(folder, lambda nb: setattr(nb.cells[1], "source", "import helpers"))
+    assert editions.main(["check"]) == 1  # every notebook of the folder
+    assert capsys.readouterr().out.splitlines() == [
+        "zh/01_a.ipynb cell 2 (c01): the setup cell is stale; make zh",
+        "zh/02_b.ipynb: its cells are not the English cells in order; make zh",
+    ]
+    assert editions.main(["check", str(english(folder)), str(folder / "02_b.ipynb")]) == 1
+    assert len(capsys.readouterr().out.splitlines()) == 2
+    edit_twin(
+        folder,
+        lambda nb: setattr(
+            nb.cells[3],
+            "outputs",
+            [
+                nbformat.v4.new_output(
+                    "stream",
+                    name="stdout",
+                    text="Still all in English here\nAnd this line as well\n",
+                )
+            ],
+        ),
+    )
+    assert editions.main(["english", str(twin)]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "cell 4 (c03): Still all in English here",
+        "cell 4 (c03): And this line as well",
+    ]
+    source = nbformat.read(english(folder), as_version=4)
+    source.cells[2].source += " Only leaves."
+    nbformat.write(source, english(folder))
+    assert editions.main(["todo", str(twin)]) == 0
+    assert "叶子节点" in capsys.readouterr().out  # the translation to revise, readable
+    for wrong in ([], ["nope"], ["english"], ["todo"]):
+        assert editions.main(wrong) == 2
+        assert "python -m helpers.editions check" in capsys.readouterr().out
+
+
+def test_the_committed_twins_carry_marks_this_module_recognises():
+    folder = ROOT / "notebooks"
+    twin = folder / "zh" / "01_leaf_nodes.ipynb"
+    source = {c.get("id"): c.source for c in nbformat.read(folder / twin.name, as_version=4).cells}
+    marks = [
+        (c.metadata.get("translation", {}).get("en"), source.get(c.get("id")))
+        for c in nbformat.read(twin, as_version=4).cells
+        if c.cell_type == "markdown"
+    ]
+    assert sum(mark == english_hash(text) for mark, text in marks if mark) > len(marks) // 2

@@ -268,7 +268,7 @@ def test_mean_gradient_accepts_a_gradient_built_from_y():
         ),
         (
             torch.tensor(0.25),
-            "gradient has shape [] but y has shape [4]: backward() needs exactly one gradient "
+            "gradient has shape scalar but y has shape [4]: backward() needs exactly one gradient "
             "value per element of y",
         ),
         (

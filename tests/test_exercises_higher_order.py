@@ -52,7 +52,7 @@ def raises_at_length(*_):
     [
         (lambda f, x, v: None, "hvp returned None: return H v"),
         (lambda f, x, v: 2.0, "hvp returned a float, not a tensor"),
-        (lambda f, x, v: torch.zeros(1), "hvp returned shape (1,); H v has x's shape (2,)"),
+        (lambda f, x, v: torch.zeros(1), "hvp returned shape [1]; H v has x's shape [2]"),
         (
             lambda f, x, v: (hvp_double_backward(f, x, v),),
             "hvp returned a tuple: torch.autograd.grad returns one gradient per input, take its "
@@ -170,7 +170,7 @@ def test_hvp_wrong_numbers_and_errors_are_reported():
     result = check_hvp(lambda f, x, v: 2 * hvp_double_backward(f, x, v))
     assert "H v should be [2.0, -10.0], got [4.0, -20.0]" in text(result)
     assert "ZeroDivisionError" in text(check_hvp(lambda f, x, v: 1 / 0))
-    assert "shape (3,)" in text(check_hvp(lambda f, x, v: torch.zeros(3)))
+    assert "shape [3]" in text(check_hvp(lambda f, x, v: torch.zeros(3)))
 
 
 # check_softsign

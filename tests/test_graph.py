@@ -31,10 +31,17 @@ def test_node_ids_are_numbered_in_order_met():
     assert ids == [f"n{i}" for i in range(len(ids))]
 
 
+def _course_shape(label):
+    """A torchviz label with its shape in the course's notation: "(4, 3)" -> "[4, 3]", "()" ->
+    "scalar" (torchviz writes shapes as tuples; the course as torch.Size prints them)."""
+    return re.sub(r"\(([\d, ]*)\)$", lambda m: f"[{m.group(1)}]" if m.group(1) else "scalar", label)
+
+
 def _torchviz_structure(dot_source):
     labels, edges = {}, []
     for m in re.finditer(r'^\s*(\d+) \[label=(?:"([^"]*)"|([^\s\]]+))', dot_source, re.M):
-        labels[m.group(1)] = re.sub(r"\s", "", m.group(2) if m.group(2) is not None else m.group(3))
+        label = m.group(2) if m.group(2) is not None else m.group(3)
+        labels[m.group(1)] = re.sub(r"\s", "", _course_shape(label))
     for m in re.finditer(r"^\s*(\d+) -> (\d+)", dot_source, re.M):
         edges.append((labels[m.group(1)], labels[m.group(2)]))
     return Counter(labels.values()), Counter(edges)
@@ -223,17 +230,17 @@ def test_saved_tensors_are_nodes_named_by_slot_and_by_params():
     w, x, y = exp_of_product()
     data = autograd_graph(y, params={"w": w, "x": x}, show_saved=True)
     assert data.nodes == [
-        Node("n0", "output", "()", ()),
+        Node("n0", "output", "scalar", ()),
         Node("n1", "function", "SumBackward0"),
         Node("n2", "function", "ExpBackward0"),
-        Node("n3", "saved", "result\n(2)", (2,)),
+        Node("n3", "saved", "result\n[2]", (2,)),
         Node("n4", "function", "MulBackward0"),
-        Node("n5", "saved", "other = x\n(2)", (2,)),
-        Node("n6", "saved", "self = w\n(2)", (2,)),
+        Node("n5", "saved", "other = x\n[2]", (2,)),
+        Node("n6", "saved", "self = w\n[2]", (2,)),
         Node("n7", "function", "AccumulateGrad"),
         Node("n8", "function", "AccumulateGrad"),
-        Node("n9", "leaf", "w\n(2)", (2,)),
-        Node("n10", "leaf", "x\n(2)", (2,)),
+        Node("n9", "leaf", "w\n[2]", (2,)),
+        Node("n10", "leaf", "x\n[2]", (2,)),
     ]
     assert data.edges == [
         Edge("n2", "n1"),
@@ -280,7 +287,7 @@ def test_a_tuple_of_saved_tensors_is_numbered():
     w = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
     y = w[torch.tensor([0, 2])].sum()
     saved = [n for n in autograd_graph(y, show_saved=True).nodes if n.kind == "saved"]
-    assert saved == [Node("n3", "saved", "indices[0]\n(2)", (2,))]
+    assert saved == [Node("n3", "saved", "indices[0]\n[2]", (2,))]
 
 
 def test_a_freed_saved_tensor_stays_as_a_freed_node():
@@ -305,9 +312,9 @@ def test_a_root_is_drawn_once_and_a_root_without_history_says_why():
     w = torch.ones(2, requires_grad=True)
     y = (w * 2).sum()
     assert autograd_graph(y, y).roots == ["n0"]
-    assert autograd_graph(w).nodes == [Node("n0", "output", "(2)\n[leaf, requires_grad]", (2,))]
+    assert autograd_graph(w).nodes == [Node("n0", "output", "[2]\n[leaf, requires_grad]", (2,))]
     plain = autograd_graph(torch.zeros(2, 3), params={"z": torch.zeros(1)})
-    assert plain.nodes == [Node("n0", "output", "(2, 3)\n[no graph: requires_grad=False]", (2, 3))]
+    assert plain.nodes == [Node("n0", "output", "[2, 3]\n[no graph: requires_grad=False]", (2, 3))]
 
 
 def test_a_shared_function_is_walked_once_and_the_walk_goes_on():
@@ -318,16 +325,16 @@ def test_a_shared_function_is_walked_once_and_the_walk_goes_on():
     assert text == "\n".join(
         [
             "autograd graph: 9 nodes, 9 edges (6 function, 2 leaf, 1 output)",
-            "(2)  <output>",
+            "[2]  <output>",
             "└── AddBackward0  <function>",
             "    ├── AddBackward0  <function>",
             "    │   ├── MulBackward0  <function>",
             "    │   │   └── AccumulateGrad  <function>",
-            "    │   │       └── w (2)  <leaf>",
+            "    │   │       └── w [2]  <leaf>",
             "    │   └── ExpBackward0  <function>",
             "    │       └── MulBackward0  <function>  (see above)",
             "    └── AccumulateGrad  <function>",
-            "        └── x (2)  <leaf>",
+            "        └── x [2]  <leaf>",
         ]
     )
 
@@ -336,23 +343,23 @@ def test_a_view_links_to_its_base_and_the_base_to_its_history():
     w = torch.ones(3, requires_grad=True)
     data = autograd_graph((w * 2)[:2])
     assert data.nodes == [
-        Node("n0", "output", "(2)", (2,)),
+        Node("n0", "output", "[2]", (2,)),
         Node("n1", "function", "SliceBackward0"),
         Node("n2", "function", "MulBackward0"),
         Node("n3", "function", "AccumulateGrad"),
-        Node("n4", "leaf", "(3)", (3,)),
-        Node("n5", "view_base", "(3)", (3,)),
+        Node("n4", "leaf", "[3]", (3,)),
+        Node("n5", "view_base", "[3]", (3,)),
     ]
     assert data.edges[-2:] == [Edge("n5", "n0", "view"), Edge("n2", "n5")]
     assert show_graph((w * 2)[:2]).text() == "\n".join(
         [
             "autograd graph: 6 nodes, 6 edges (3 function, 1 leaf, 1 output, 1 view_base)",
-            "(2)  <output>",
+            "[2]  <output>",
             "├── SliceBackward0  <function>",
             "│   └── MulBackward0  <function>",
             "│       └── AccumulateGrad  <function>",
-            "│           └── (3)  <leaf>",
-            "└── view of (3)  <view_base>",
+            "│           └── [3]  <leaf>",
+            "└── view of [3]  <view_base>",
             "    └── MulBackward0  <function>  (see above)",
         ]
     )
@@ -381,12 +388,12 @@ def test_text_shows_saved_and_freed_tensors_under_their_function():
     text = show_graph(y, params={"w": w, "x": x}, show_saved=True).text()
     assert text.splitlines()[:7] == [
         "autograd graph: 11 nodes, 10 edges (5 function, 2 leaf, 1 output, 3 saved)",
-        "()  <output>",
+        "scalar  <output>",
         "└── SumBackward0  <function>",
         "    └── ExpBackward0  <function>",
-        "        ├── saved result (2)  <saved>",
+        "        ├── saved result [2]  <saved>",
         "        └── MulBackward0  <function>",
-        "            ├── saved other = x (2)  <saved>",
+        "            ├── saved other = x [2]  <saved>",
     ]
     y.backward()
     assert "        ├── saved result [freed]  <freed>" in show_graph(y, show_saved=True).text()

@@ -134,3 +134,145 @@ def test_a_table_shows_its_headings_translated_and_keeps_english_keys(text_root)
 def test_phrase_without_a_translation_is_the_english(text_root):
     set_language("zh")
     assert phrase(None, "no such phrase") == "no such phrase"
+
+
+def test_a_nested_key_and_a_missing_table_are_found_by_their_dotted_name():
+    leaf_1 = translated_table("01_leaf_nodes", "quiz.leaf-1")
+    assert say("01_leaf_nodes", "quiz.leaf-1.prompt") == leaf_1["prompt"]
+    with pytest.raises(KeyError, match=r"helpers/text/en/common\.toml has no table \[nope\]"):
+        language.table("common", "nope")
+
+
+def test_a_top_level_string_is_said_without_a_section(text_root):
+    (text_root / "en" / "extra.toml").write_text('greeting = "Hello, {name}."\n[t]\nx = "y"\n')
+    assert say("extra", "greeting", name="you") == "Hello, you."
+
+
+def test_the_hash_tells_different_english_apart():
+    assert english_hash("a text") == english_hash("a text")
+    assert english_hash("a text") != english_hash("another text")
+    assert english_hash({"a": "x", "n": 1}) == english_hash({"a": "x", "n": 2})  # strings only
+    assert english_hash({"a": "x"}) != english_hash({"a": "y"})
+
+
+def test_a_translation_with_extra_or_wrong_values_still_speaks(text_root):
+    english = translated_table("common", "checks")
+    write_zh(
+        text_root,
+        "common",
+        f'[checks]\nen = "{english_hash(english)}"\ncorrect = 3\nnot_yet = "还没有："\n'
+        'gone = "English dropped this one"\n',
+    )
+    set_language("zh")
+    assert translated_table("common", "checks") == {**english, "not_yet": "还没有："}
+    assert say("common", "checks.correct") == "Correct."  # a number is not a text: English
+    assert translation_problems("zh") == [
+        "zh/common.toml [checks]: 'correct' is not a text (only text is translated)",
+        "zh/common.toml [checks]: English has no string 'gone'",
+    ]
+
+
+def test_every_file_and_table_of_a_translation_is_checked(text_root):
+    shutil.rmtree(text_root / "zh", ignore_errors=True)
+    write_zh(text_root, "00_no_such_notebook", '[quiz]\nen = "x"\nyes = "是"\n')
+    write_zh(text_root, "02_empty_english", "[t]\nen = 'x'\na = 'b'\n")
+    (text_root / "en" / "02_empty_english.toml").write_text("n = 1\n")
+    write_zh(
+        text_root,
+        "common",
+        '[phrases]\n"a" = "甲"\n[nothing]\nen = "x"\na = "b"\n[checks]\nen = "x"\ncorrect = "对"\n',
+    )
+    problems = translation_problems("zh")
+    assert problems[:3] == [
+        "zh/00_no_such_notebook.toml: no English file helpers/text/en/00_no_such_notebook.toml",
+        "zh/02_empty_english.toml: no English file helpers/text/en/02_empty_english.toml",
+        "zh/common.toml [nothing]: English has no such table",
+    ]
+    assert problems[3].startswith("zh/common.toml [checks]: stale") and len(problems) == 4
+
+
+def test_a_table_with_every_prose_string_translated_is_complete(text_root):
+    entry = translated_table("01_leaf_nodes", "quiz.leaf-1")
+    write_zh(
+        text_root,
+        "01_leaf_nodes",
+        f'[quiz.leaf-1]\nen = "{english_hash(entry)}"\nprompt = "问"\nmisconception = "误解"\n'
+        'fact = "事实"\n[quiz.leaf-2]\nen = "x"\nprompt = "问"\n',
+    )
+    missing = untranslated("zh")
+    assert "01_leaf_nodes [quiz.leaf-1]" not in missing  # code, answer, probe stay English
+    assert "01_leaf_nodes [quiz.leaf-2]" in missing and "01_leaf_nodes [quiz.leaf-3]" in missing
+
+
+def test_a_phrase_is_looked_up_in_its_notebook_first_then_everywhere(text_root):
+    write_zh(text_root, "common", '[phrases]\n"Leaves" = "叶"\n"is leaf" = "是叶子"\n')
+    write_zh(text_root, "01_leaf_nodes", '[phrases]\n"Leaves" = "叶子节点"\n')
+    write_zh(text_root, "02_backward_and_optimizers", '[quiz]\nen = "x"\n')
+    assert phrase("01_leaf_nodes", "Leaves") == "Leaves"  # English: no lookup at all
+    set_language("zh")
+    assert phrase("01_leaf_nodes", "Leaves") == "叶子节点"
+    assert phrase("02_backward_and_optimizers", "Leaves") == "叶"  # its file has no phrases
+    assert phrase("01_leaf_nodes", "is leaf") == "是叶子"
+    assert phrase(None, "Leaves") == "叶"
+
+
+def test_the_skeleton_holds_what_a_translator_still_has_to_do(text_root):
+    import tomllib
+
+    checks = translated_table("common", "checks")
+    quiz_ = translated_table("common", "quiz")
+    fresh = "".join(f'{k} = "译"\n' for k in checks)
+    write_zh(
+        text_root,
+        "common",
+        f'[checks]\nen = "{english_hash(checks)}"\n{fresh}'
+        f'[quiz]\nen = "stale"\n' + "".join(f'{k} = "译"\n' for k in quiz_),
+    )
+    text = language.skeleton("zh", "common")
+    assert quiz_["right"] in text  # non-ASCII English stays readable, not \u escapes
+    tables = tomllib.loads(text)
+    assert "checks" not in tables  # complete and fresh
+    assert tables["quiz"] == {"en": english_hash(quiz_), **quiz_}  # stale: all of it again
+    untouched = set(language._tables(language._file("en", "common"))) - {"checks", "quiz"}
+    assert set(tables) == {"quiz"} | untouched and untouched
+    for name in untouched:
+        english = translated_table("common", name)
+        assert tables[name] == {"en": english_hash(english), **english}
+
+
+def test_the_skeleton_of_a_quiz_asks_only_for_its_prose(text_root):
+    import tomllib
+
+    shutil.rmtree(text_root / "zh", ignore_errors=True)
+    tables = tomllib.loads(language.skeleton("zh", "01_leaf_nodes"))
+    leaf_3 = translated_table("01_leaf_nodes", "quiz.leaf-3")
+    assert "raises" in leaf_3 and "code" in leaf_3  # a list and a program: not translated
+    assert set(tables["quiz"]["leaf-3"]) == {"en", "prompt", "misconception", "fact"}
+
+
+def test_the_command_line_prints_hash_skeleton_and_status(text_root, capsys, monkeypatch):
+    shutil.rmtree(text_root / "zh", ignore_errors=True)
+    assert language.main(["hash", "common", "checks"]) == 0
+    assert capsys.readouterr().out == english_hash(translated_table("common", "checks")) + "\n"
+    monkeypatch.setattr("sys.argv", ["language", "hash", "01_leaf_nodes", "quiz.leaf-1"])
+    assert language.main() == 0
+    assert capsys.readouterr().out.strip() == english_hash(
+        translated_table("01_leaf_nodes", "quiz.leaf-1")
+    )
+    write_zh(text_root, "common", '[checks]\nen = "x"\ncorrect = "对"\n')
+    assert language.main(["skeleton", "zh", "common"]) == 0
+    assert capsys.readouterr().out == language.skeleton("zh", "common") + "\n"
+    shutil.rmtree(text_root / "zh")
+    language._file.cache_clear()
+    assert language.main(["status", "zh"]) == 0  # nothing translated: nothing wrong
+    out = capsys.readouterr().out.splitlines()
+    assert "untranslated: common [checks]" in out and out[-1].startswith("0 problem(s), ")
+    assert out[-1] == f"0 problem(s), {len(untranslated('zh'))} untranslated table(s)"
+    write_zh(text_root, "common", '[checks]\nen = "x"\ncorrect = "对"\n')
+    assert language.main(["status", "zh"]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("problem: zh/common.toml [checks]: stale")
+    assert out[-1].startswith("1 problem(s), ")
+    for wrong in (["status", "fr"], ["skeleton", "fr", "common"], ["hash", "common"], []):
+        assert language.main(wrong) == 2
+        assert "python -m helpers.language status zh" in capsys.readouterr().out

@@ -165,8 +165,8 @@ def test_saved_table_text_a_learner_reads():
             "w * x, then exp",
             "saved by      slot    shape   dtype    storage  new bytes  held by",
             "------------  ------  ------  -------  -------  ---------  ----------",
-            "ExpBackward0  result  (2, 3)  float32  #0       24         graph only",
-            "MulBackward0  other   (3)     float32  #1       12         x",
+            "ExpBackward0  result  [2, 3]  float32  #0       24         graph only",
+            "MulBackward0  other   [3]     float32  #1       12         x",
             "total 36 bytes in 2 storages; 24 bytes held by the graph only",
         ]
     )
@@ -182,7 +182,7 @@ def test_tracked_records_have_no_function_so_the_table_shows_question_marks():
         {
             "saved by": "?",
             "slot": "?",
-            "shape": "(3)",
+            "shape": "[3]",
             "dtype": "float64",
             "storage": "#0",
             "new bytes": "24",

@@ -146,7 +146,7 @@ def test_table_rows_show_shape_counts_and_rounded_sizes():
         "max |Δ|": 2.0,
         "norm of Δ": 2.0,
     }
-    assert diff.row("s")["shape"] == "[]" and diff.row("s")["changed"] is False
+    assert diff.row("s")["shape"] == "scalar" and diff.row("s")["changed"] is False
 
 
 def test_an_empty_parameter_changes_nothing():

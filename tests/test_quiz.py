@@ -11,6 +11,7 @@ from helpers.quiz import (
     CHOICES,
     QUESTIONS,
     TOPICS,
+    Observation,
     Question,
     Quiz,
     answer_table,
@@ -342,3 +343,233 @@ def test_check_order_feedback_comes_from_the_notebook_text_file(monkeypatch):
 
     monkeypatch.setattr(language, "_file", edited)
     assert check_order("abc", build_exercise).messages == ["names, please"]
+
+
+# ---- questions read from the text files, and shown in the learner's language --------------------
+
+
+@pytest.fixture
+def text_root(tmp_path, monkeypatch):
+    """A copy of the text files the test may change; English and fresh caches afterwards."""
+    import shutil
+
+    from helpers import language
+
+    root = tmp_path / "text"
+    shutil.copytree(language.TEXT_ROOT, root)
+    shutil.rmtree(root / "zh")
+    (root / "zh").mkdir()
+    monkeypatch.setattr(language, "TEXT_ROOT", root)
+    language._file.cache_clear()
+    language._all_phrases.cache_clear()
+    yield root
+    language.set_language("en")
+    language._file.cache_clear()
+    language._all_phrases.cache_clear()
+
+
+def write_text(root, path, body):
+    from helpers import language
+
+    (root / path).write_text(body, encoding="utf-8")
+    language._file.cache_clear()
+    language._all_phrases.cache_clear()
+
+
+QUESTIONS_FILE = """\
+[quiz.raising]
+topic = "freeing"
+prompt = "Does the last line raise an error?"
+code = '''
+
+x = torch.ones(2, requires_grad=True)
+y = (x * x).sum()
+y.backward()
+y.backward()
+
+'''
+answer = "yes"
+raises = ["RuntimeError", "a second time"]
+misconception = "backward() can be called again."
+fact = "the saved tensors are freed."
+draws_on = ["freeing", "backward"]
+transfer = true
+
+[quiz.probing]
+topic = "leaf"
+prompt = "Is x a leaf?"
+code = "x = torch.ones(2)"
+answer = "yes"
+probe = "x.is_leaf"
+misconception = "a tensor without grad is not a leaf."
+fact = "every tensor made by the user is a leaf."
+"""
+
+
+def test_a_notebooks_questions_are_read_from_its_text_file(text_root):
+    from helpers.quiz import _notebook_questions
+
+    write_text(text_root, "en/99_questions.toml", QUESTIONS_FILE)
+    raising, probing = _notebook_questions("99_questions")
+    assert raising == Question(
+        topic="freeing",
+        prompt="Does the last line raise an error?",
+        code="x = torch.ones(2, requires_grad=True)\ny = (x * x).sum()\ny.backward()\ny.backward()",
+        answer="yes",
+        misconception="backward() can be called again.",
+        fact="the saved tensors are freed.",
+        raises=(RuntimeError, "a second time"),
+        draws_on=("freeing", "backward"),
+        transfer=True,
+        id="99_questions:raising",
+    )
+    assert probing == Question(
+        "leaf",
+        "Is x a leaf?",
+        "x = torch.ones(2)",
+        "yes",
+        "a tensor without grad is not a leaf.",
+        "every tensor made by the user is a leaf.",
+        probe="x.is_leaf",
+        id="99_questions:probing",
+    )
+    assert raising.run().answer == "yes" and probing.run().answer == "yes"
+
+
+@pytest.mark.parametrize("name", ["NoSuchError", "print", "int"])
+def test_a_question_must_expect_a_built_in_exception(text_root, name):
+    from helpers.quiz import _notebook_questions
+
+    write_text(
+        text_root,
+        "en/99_questions.toml",
+        QUESTIONS_FILE.replace('"RuntimeError"', f'"{name}"'),
+    )
+    with pytest.raises(
+        ValueError,
+        match=rf"99_questions\.toml \[quiz\.raising\]: raises names '{name}', which is not a "
+        "built-in exception",
+    ):
+        _notebook_questions("99_questions")
+
+
+def test_a_question_on_an_unknown_topic_and_a_yes_raise_question_say_how_to_fix_them():
+    with pytest.raises(ValueError, match=r"'Is it\?' draws on unknown topic\(s\) \['nope'\]"):
+        Question("leaf", "Is it?", "y = 1", "no", "m", "f", probe="y", draws_on=("leaf", "nope"))
+    with pytest.raises(ValueError, match=r"e\.g\. raises=\(RuntimeError, 'a fragment"):
+        Question("leaf", "Does it raise?", "y = 1", "yes", "m", "f")
+
+
+def test_a_question_is_localized_into_the_language_asked_for(text_root):
+    from helpers import language
+
+    q = next(q for q in QUESTIONS if q.id == "01_leaf_nodes:leaf-1")
+    entry = language.translated_table("01_leaf_nodes", "quiz.leaf-1")
+    write_text(
+        text_root,
+        "zh/01_leaf_nodes.toml",
+        f'[quiz.leaf-1]\nen = "{language.english_hash(entry)}"\nprompt = "问？"\n'
+        'misconception = "误解"\nfact = "事实"\n',
+    )
+    chinese = q.localized("zh")
+    assert (chinese.prompt, chinese.misconception, chinese.fact) == ("问？", "误解", "事实")
+    assert chinese.code == q.code and chinese.id == q.id
+    assert q.localized("en") == q and q.localized() == q  # English is the current language
+    unmarked = replace(q, id="")
+    assert unmarked.localized("zh") is unmarked
+
+
+def test_labels_in_full_width_punctuation_take_no_space(text_root):
+    from helpers import language
+
+    write_text(
+        text_root,
+        "zh/common.toml",
+        '[quiz]\nen = "x"\nmisconception = "误区："\nfact = "事实。"\nalso_warned = "警告："\n'
+        'running_it = "运行："\n',
+    )
+    q = QUESTIONS[0]
+    seen = q.run()
+    english = reveal_html(q, seen)
+    assert "<b>Misconception:</b> " in english and "<b>Fact:</b> " in english
+    language.set_language("zh")
+    chinese = reveal_html(q, seen)
+    assert f"<b>误区：</b>{html_escape(q.misconception)}" in chinese
+    assert f"<b>事实。</b>{html_escape(seen.fact)}" in chinese
+    assert f"运行：{html_escape(seen.detail)}" in chinese
+
+
+def html_escape(text):
+    import html
+
+    return html.escape(text)
+
+
+def test_a_quiz_title_comes_from_its_own_notebooks_phrases(text_root):
+    from helpers import language
+
+    write_text(text_root, "zh/01_leaf_nodes.toml", '[phrases]\n"Check" = "检查一"\n')
+    write_text(text_root, "zh/02_backward_and_optimizers.toml", '[phrases]\n"Check" = "检查二"\n')
+    language.set_language("zh")
+    assert quiz("backward", title="Check").title == "检查二"
+    assert Quiz(questions("backward")[:1], title="Check").title == "检查二"
+    assert quiz("leaf", title="Check").title == "检查一"
+    assert Quiz([], title="Check").title == "检查一"  # no notebook: any file's phrase
+    assert Quiz([]).title == language.say("common", "quiz.title")
+
+
+def test_the_text_form_lays_out_each_question_its_answer_and_the_computed_fact():
+    q = next(q for q in QUESTIONS if q.id.endswith(":backward-2"))
+    shown = Quiz([q], title="One question")
+    seen = q.run()
+    code = ["    " + line for line in q.code.splitlines()]
+    assert repr(shown).splitlines() == [
+        "One question (1 questions; interactive: run the notebook)",
+        "",
+        f"1. {q.prompt}",
+        *code,
+        f"   Answer: yes. {seen.detail}",
+        f"   Misconception: {q.misconception}",
+        f"   Fact: {seen.fact}",
+    ]
+    assert seen.fact.endswith("w is now [0.8, 1.6].") and "{w}" not in repr(shown)
+    assert "w is now [0.8, 1.6]." in reveal_html(q, seen)
+
+
+def test_a_reveal_lists_every_warning():
+    q = QUESTIONS[0]
+    seen = Observation("yes", "ran", ("UserWarning: one", "UserWarning: two"))
+    assert "<br/>It also warned: UserWarning: one<br/>It also warned: UserWarning: two<br/>" in (
+        reveal_html(q, seen)
+    )
+
+
+def test_the_widget_holds_the_title_each_question_and_its_buttons():
+    shown = quiz("detach", title="Detach", start=8)
+    header, *boxes = shown.widget.children
+    assert "Detach" in header.value and len(boxes) == 3
+    for number, (box, q, buttons) in enumerate(
+        zip(boxes, shown.items, shown.buttons, strict=True), start=8
+    ):
+        shown_q, row, reveal = box.children
+        assert shown_q.value.startswith(f"<b>{number}. ") and q.code.split("\n")[0] in shown_q.value
+        assert list(row.children) == buttons and reveal is shown.reveals[number - 8]
+        assert [b.description for b in buttons] == ["yes", "no"]
+        assert "autograd-question" in box._dom_classes  # the browser test finds questions by it
+    assert Quiz(questions("detach"))._text().splitlines()[2].startswith("1. ")
+
+
+def test_the_static_version_is_the_title_and_the_questions_only():
+    shown = quiz("freeing", title="Freeing")
+    static = shown._repr_mimebundle_()["text/html"]
+    assert static.startswith("<h4>Freeing</h4><div><b>1. ")
+    assert static.count("</details></div><div><b>") == 2 and static.endswith("</details></div>")
+
+
+def test_the_answer_table_names_the_notebooks_a_question_draws_on():
+    mixed = [q for q in QUESTIONS if len(q.draws_on) >= 2][:2]
+    table = answer_table(mixed)
+    for q, notebooks in zip(mixed, table.column("notebooks"), strict=True):
+        numbers = sorted(TOPICS[t].split("_")[0] for t in q.draws_on)
+        assert notebooks == ", ".join(numbers) and len(numbers) >= 2
+    assert answer_table(questions("leaf")[:1]).column("notebooks") == ["01"]

@@ -532,7 +532,7 @@ def test_split_graphs_are_the_joint_graph_cut_in_three():
     for _, data, _ in g.stages:
         assert len(data.edges) == len(set(data.edges))  # no edge twice
         assert "view_base" not in data.kinds()
-    assert "ff1 (1, 5, 6)  <leaf>" in g.text() and "model1.embed.weight" in g.text()
+    assert "ff1 [1, 5, 6]  <leaf>" in g.text() and "model1.embed.weight" in g.text()
 
 
 def test_split_graphs_draw_the_handoffs_and_mark_the_cuts():
@@ -567,7 +567,7 @@ def test_split_graphs_without_dot_show_their_text_and_what_to_install(no_dot):
     assert "sudo apt-get install graphviz" in text and "brew install graphviz" in text
     for part in ("stage 1 · client", "stage 2 · middle", "stage 3 · label holder", "joint run"):
         assert part in text
-    assert "ff1 (1, 5, 6)  <leaf>" in text and "NllLoss2DBackward0" in text
+    assert "ff1 [1, 5, 6]  <leaf>" in text and "NllLoss2DBackward0" in text
     y = torch.ones(2, requires_grad=True).sum()
     assert show_graph(y)._repr_mimebundle_()["text/plain"].startswith(text.split("\n\n")[0])
 

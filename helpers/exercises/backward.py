@@ -8,6 +8,7 @@ import torch
 
 from helpers.checks import CheckResult, clean_message, feedback
 from helpers.language import say
+from helpers.shapes import shape_text
 
 __all__ = ["check_mean_gradient", "check_sgd_step"]
 
@@ -112,7 +113,7 @@ def check_mean_gradient(gradient: object) -> CheckResult:
         return feedback([say(TEXT, "feedback.gradient_not_a_tensor", type=type(gradient).__name__)])
     if gradient.shape != (n,):
         return feedback(
-            [say(TEXT, "feedback.gradient_wrong_shape", shape=list(gradient.shape), n=n)]
+            [say(TEXT, "feedback.gradient_wrong_shape", shape=shape_text(gradient), n=n)]
         )
     w = torch.tensor(MEAN_W, requires_grad=True)
     y = w * w

@@ -7,10 +7,10 @@ from typing import Any
 
 import torch
 
+from helpers.backward_recorder import record_backward
 from helpers.checks import CheckResult, feedback
 from helpers.language import say
 from helpers.quiz import CHOICES, TOPICS, Question
-from helpers.widget_logic import record_backward
 
 __all__ = ["check_order", "check_question", "engine_order"]
 

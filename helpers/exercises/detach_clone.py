@@ -14,6 +14,7 @@ import torch
 
 from helpers.checks import CheckResult, call_learner, clean_message, feedback
 from helpers.language import say
+from helpers.shapes import shape_text
 
 __all__ = ["check_cut", "check_sgd_update", "check_snapshot"]
 
@@ -85,7 +86,7 @@ def check_snapshot(take_snapshot: Callable[[torch.Tensor], Any]) -> CheckResult:
     problems = []
     if before.shape != w.shape:
         problems.append(
-            say(TEXT, "feedback.snapshot_shape", shape=list(before.shape), w_shape=list(w.shape))
+            say(TEXT, "feedback.snapshot_shape", shape=shape_text(before), w_shape=shape_text(w))
         )
     elif _values(before) != _values(w):
         problems.append(

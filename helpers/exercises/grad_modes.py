@@ -20,6 +20,7 @@ from torch import nn
 from helpers.checks import CheckResult, call_learner, clean_message, feedback
 from helpers.language import say
 from helpers.params import ParamDiff, param_diff, snapshot
+from helpers.shapes import shape_text
 
 __all__ = ["check_freeze_middle", "check_real_leaf", "check_train"]
 
@@ -106,7 +107,9 @@ def check_real_leaf(make_weight: Callable[[list[float]], Any]) -> CheckResult:
     if w.dtype != torch.float64:
         problems.append(_say("weight_dtype", dtype=w.dtype))
     if list(w.shape) != [len(_VALUES)]:
-        problems.append(_say("weight_shape", shape=list(w.shape), expected=[len(_VALUES)]))
+        problems.append(
+            _say("weight_shape", shape=shape_text(w), expected=shape_text([len(_VALUES)]))
+        )
     elif _values(w) != expected:
         problems.append(_say("weight_values", values=_values(w), expected=expected, scale=_SCALE))
     for message in warned:

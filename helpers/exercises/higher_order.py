@@ -13,6 +13,7 @@ import torch
 from helpers.checks import CheckResult, feedback
 from helpers.language import say
 from helpers.memory import track_saved
+from helpers.shapes import shape_text
 
 __all__ = ["check_checkpointed", "check_hvp", "check_softsign"]
 
@@ -130,7 +131,7 @@ def check_hvp(hvp: Callable[[Callable, torch.Tensor, torch.Tensor], object]) -> 
         if tuple(got.shape) == (n, n):
             return feedback([_say("hvp_matrix", n=n)])
         if tuple(got.shape) != (n,):
-            return feedback([_say("hvp_shape", shape=tuple(got.shape), n=n)])
+            return feedback([_say("hvp_shape", shape=shape_text(got), n=n)])
         refs = _hvp_reference(f, x, v)
         if not _close(got, refs[1]):
             return feedback([_hvp_hint(name, got, x, v, refs)])

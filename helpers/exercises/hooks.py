@@ -15,6 +15,7 @@ import torch
 
 from helpers.checks import CheckResult, feedback
 from helpers.language import say
+from helpers.shapes import shape_text
 
 __all__ = [
     "EXERCISE_W",
@@ -43,7 +44,7 @@ def _shown(value: object) -> str:
     if isinstance(value, torch.Tensor):
         if value.numel() <= 6:
             return _values(value)
-        return say(TEXT, "feedback.a_tensor_of_shape", shape=list(value.shape))
+        return say(TEXT, "feedback.a_tensor_of_shape", shape=shape_text(value))
     return say(TEXT, "feedback.a_value_of_type", type=type(value).__name__)
 
 
@@ -69,7 +70,11 @@ def _tensor_problem(name: str, value: object, shape: tuple[int, ...]) -> str | N
         return say(TEXT, "feedback.not_a_tensor", name=name, type=type(value).__name__)
     if tuple(value.shape) != shape:
         return say(
-            TEXT, "feedback.wrong_shape", name=name, shape=list(value.shape), expected=list(shape)
+            TEXT,
+            "feedback.wrong_shape",
+            name=name,
+            shape=shape_text(value),
+            expected=shape_text(shape),
         )
     return None
 

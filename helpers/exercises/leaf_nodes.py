@@ -9,6 +9,7 @@ import torch
 
 from helpers.checks import CheckResult, feedback
 from helpers.language import say
+from helpers.shapes import shape_text
 
 __all__ = [
     "KINDS",
@@ -172,7 +173,7 @@ def _cases() -> list[tuple[str, torch.Tensor, list[str], dict[str, torch.Tensor]
 
 def _names(tensors: list[torch.Tensor], known: dict[int, str]) -> str:
     return ", ".join(
-        known.get(id(t)) or say(TEXT, "feedback.a_tensor_of_shape", shape=list(t.shape))
+        known.get(id(t)) or say(TEXT, "feedback.a_tensor_of_shape", shape=shape_text(t))
         for t in tensors
     )
 

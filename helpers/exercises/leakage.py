@@ -14,6 +14,7 @@ import torch
 
 from helpers.checks import CheckResult, clean_message, feedback
 from helpers.language import say
+from helpers.shapes import shape_text
 
 __all__ = ["CASES", "check_clip", "clip_reference"]
 
@@ -108,7 +109,7 @@ def _check_case(clip: Callable, grad: torch.Tensor, max_norm: float) -> list[str
     if got.shape != grad.shape:
         key = "wrong_shape_lengths" if got.numel() == len(grad) else "wrong_shape"
         problem = say(
-            TEXT, f"feedback.{key}", call=call, shape=list(got.shape), grad_shape=list(grad.shape)
+            TEXT, f"feedback.{key}", call=call, shape=shape_text(got), grad_shape=shape_text(grad)
         )
         return [*problems, problem]
     if got.dtype != grad.dtype:
