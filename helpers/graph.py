@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import functools
 import shutil
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import graphviz
 import torch
 
+from helpers.naming import named_tensors
 from helpers.shapes import shape_text
 
 __all__ = [
@@ -111,26 +112,14 @@ class GraphData:
 
 
 def _name_map(params: object) -> dict[int, str]:
-    """Map id(tensor) -> name from a dict of tensors or an nn.Module."""
+    """Map id(tensor) -> name, from any form `helpers.naming` accepts."""
     if params is None:
         return {}
-    if isinstance(params, torch.nn.Module):
-        return {id(p): name for name, p in params.named_parameters()}
-    if isinstance(params, Mapping):
-        names: dict[int, str] = {}
-        for name, value in params.items():
-            if not isinstance(value, torch.Tensor):
-                raise TypeError(
-                    f"params[{name!r}] is a {type(value).__name__}, not a tensor; params names "
-                    "tensors in the graph, e.g. params=dict(model.named_parameters()) or "
-                    "params={'x': x, 'loss': loss}"
-                )
-            names[id(value)] = str(name)
-        return names
-    raise TypeError(
-        f"params must be a dict of name -> tensor or an nn.Module, got {type(params).__name__}; "
-        "e.g. show_graph(loss, params=model) or params={'w': w}"
-    )
+    named = named_tensors(params, "params", example=PARAMS_EXAMPLE)
+    return {id(t): name for name, t in named.items()}
+
+
+PARAMS_EXAMPLE = "e.g. show_graph(loss, params=model) or params={'w': w}"
 
 
 class _Builder:

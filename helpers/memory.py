@@ -15,16 +15,16 @@ the numbers are exact and the same on every machine: shape x dtype size, never a
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
 
 import torch
 
 from helpers.display import Table
 from helpers.graph import autograd_graph
 from helpers.language import say
+from helpers.naming import named_tensors
 from helpers.shapes import shape_text
 
 __all__ = [
@@ -68,28 +68,16 @@ def _storage_of(t: torch.Tensor) -> tuple[int | None, int]:
 
 
 def _known_storages(known: object) -> dict[int, str]:
-    """Map storage data pointer -> name for a dict of named tensors or an nn.Module."""
+    """Map storage data pointer -> name, from any form `helpers.naming` accepts (a model's
+    buffers count too: they are memory the graph may save)."""
     if known is None:
         return {}
-    if isinstance(known, torch.nn.Module):
-        items: Iterable[tuple[str, Any]] = [
-            *known.named_parameters(),
-            *known.named_buffers(),
-        ]
-    elif isinstance(known, Mapping):
-        items = known.items()
-    else:
-        raise TypeError(
-            f"known must be a dict of name -> tensor or an nn.Module, got {type(known).__name__}; "
-            "e.g. known={'x': x, **dict(model.named_parameters())}"
-        )
     names: dict[int, str] = {}
-    for name, value in items:
-        if not isinstance(value, torch.Tensor):
-            raise TypeError(f"known[{name!r}] is a {type(value).__name__}, not a tensor")
+    example = "e.g. known={'x': x, **dict(model.named_parameters())}"
+    for name, value in named_tensors(known, "known", buffers=True, example=example).items():
         ptr, _ = _storage_of(value)
         if ptr is not None:
-            names.setdefault(ptr, str(name))
+            names.setdefault(ptr, name)
     return names
 
 
@@ -106,7 +94,8 @@ def unique_bytes(saved: Iterable[SavedTensor], *, activations_only: bool = False
 def saved_in_graph(*roots: torch.Tensor, known: object = None) -> list[SavedTensor]:
     """Every tensor the graph of `roots` still holds for backward (none once backward freed it).
 
-    `known` names tensors held elsewhere anyway (parameters, inputs): a dict or an nn.Module.
+    `known` names tensors held elsewhere anyway (parameters, inputs), in any form
+    `helpers.naming` accepts: a model, a dict of name -> tensor, or model.named_parameters().
     Reading saved tensors runs any unpack hook, as backward would.
     """
     data = autograd_graph(*roots, show_saved=True)
@@ -242,7 +231,8 @@ class SavedTensorLog:
 def track_saved(known: object = None) -> Iterator[SavedTensorLog]:
     """Record every tensor saved for backward inside the block; the log stays live afterwards.
 
-    `known` names tensors held elsewhere anyway (parameters, inputs): a dict or an nn.Module.
+    `known` names tensors held elsewhere anyway (parameters, inputs), in any form
+    `helpers.naming` accepts: a model, a dict of name -> tensor, or model.named_parameters().
     """
     log = SavedTensorLog(known)
     with torch.autograd.graph.saved_tensors_hooks(log.pack, log.unpack):

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import math
 import textwrap
-from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 import torch
 
+from helpers import naming
 from helpers.display import Figure, Stack, Table
 from helpers.shapes import shape_text
 
@@ -26,32 +26,8 @@ DIFF_COLUMNS = ["parameter", "shape", "changed", "elements changed", "max |Δ|",
 
 
 def named_tensors(obj: object, argument: str) -> dict[str, torch.Tensor]:
-    """Name -> tensor from a module, a dict, or an iterable of tensors or (name, tensor) pairs."""
-    if obj is None:
-        raise TypeError(
-            f"{argument} is None; pass a model (nn.Module), a dict of name -> tensor, "
-            "or model.named_parameters()"
-        )
-    if isinstance(obj, torch.nn.Module):
-        result = dict(obj.named_parameters())
-    elif isinstance(obj, Mapping):
-        result = dict(obj)
-    elif isinstance(obj, torch.Tensor):
-        result = {"tensor": obj}
-    elif isinstance(obj, Iterable) and not isinstance(obj, (str, bytes)):
-        items = list(obj)
-        if all(isinstance(i, tuple) and len(i) == 2 for i in items):
-            result = {str(k): v for k, v in items}
-        else:
-            result = {str(i): v for i, v in enumerate(items)}
-    else:
-        raise TypeError(
-            f"{argument} is a {type(obj).__name__}; pass a model (nn.Module), a dict of "
-            "name -> tensor, or model.named_parameters()"
-        )
-    for name, value in result.items():
-        if not isinstance(value, torch.Tensor):
-            raise TypeError(f"{argument}[{name!r}] is a {type(value).__name__}, not a tensor")
+    """Name -> tensor (`helpers.naming`), at least one: something to compare."""
+    result = naming.named_tensors(obj, argument)
     if not result:
         raise ValueError(f"{argument} has no parameters to compare")
     return result

@@ -6,6 +6,7 @@ import warnings
 
 import torch
 
+from helpers import naming
 from helpers.display import Table
 from helpers.shapes import shape_text
 
@@ -49,8 +50,14 @@ def _storage_key(t: torch.Tensor) -> int | None:
     return t.untyped_storage().data_ptr()
 
 
-def tensor_state(**named_tensors: torch.Tensor) -> Table:
-    """A table of each tensor's autograd state, e.g. tensor_state(x=x, w=w, loss=loss)."""
+def tensor_state(tensors: object = None, /, **named_tensors: torch.Tensor) -> Table:
+    """A table of each tensor's autograd state, e.g. tensor_state(x=x, w=w, loss=loss); a model
+    or a dict of name -> tensor may come first (`helpers.naming`): tensor_state(model, x=x)."""
+    if tensors is not None:
+        named_tensors = {
+            **naming.named_tensors(tensors, "tensor_state()'s first argument"),
+            **named_tensors,
+        }
     if not named_tensors:
         raise TypeError("tensor_state() needs named tensors, e.g. tensor_state(x=x, loss=loss)")
     for name, t in named_tensors.items():

@@ -45,6 +45,7 @@ MODULES: dict[str, list[str]] = {
     "helpers/language.py": ["tests/test_language.py"],
     "helpers/editions.py": ["tests/test_editions.py"],
     "helpers/shapes.py": ["tests/test_shapes.py"],
+    "helpers/naming.py": ["tests/test_naming.py"],
     "helpers/backward_recorder.py": ["tests/test_backward_recorder.py"],
     "helpers/explorers.py": ["tests/test_explorers.py"],
     **{

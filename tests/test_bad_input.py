@@ -41,10 +41,10 @@ ERRORS = [
         "argument 2 is a int",
     ),
     (
-        "params as a list",
-        lambda: graph.show_graph(torch.ones(1), params=[1]),
+        "params as a number",
+        lambda: graph.show_graph(torch.ones(1), params=1),
         TypeError,
-        "params must be a dict",
+        "params is a int; pass a model",
     ),
     (
         "params value not a tensor",

@@ -131,8 +131,8 @@ def test_bad_roots_name_the_argument(args, message):
 
 def test_bad_params_are_explained():
     y = torch.ones(2, requires_grad=True).sum()
-    with pytest.raises(TypeError, match="params must be a dict"):
-        show_graph(y, params=[1, 2])
+    with pytest.raises(TypeError, match="params is a int; pass a model"):
+        show_graph(y, params=3)
     with pytest.raises(TypeError, match=r"params\['w'\] is a int"):
         show_graph(y, params={"w": 3})
 
@@ -515,14 +515,13 @@ def test_a_bad_root_is_shown_and_a_long_one_cut():
 def test_bad_params_messages_show_an_example():
     y = torch.ones(2, requires_grad=True).sum()
     with pytest.raises(TypeError) as kind:
-        show_graph(y, params=[1, 2])
+        show_graph(y, params=3)
     assert str(kind.value) == (
-        "params must be a dict of name -> tensor or an nn.Module, got list; "
-        "e.g. show_graph(loss, params=model) or params={'w': w}"
+        "params is a int; pass a model (nn.Module), a dict of name -> tensor, or "
+        "model.named_parameters(); e.g. show_graph(loss, params=model) or params={'w': w}"
     )
     with pytest.raises(TypeError) as value:
         show_graph(y, params={"w": 3})
     assert str(value.value) == (
-        "params['w'] is a int, not a tensor; params names tensors in the graph, "
-        "e.g. params=dict(model.named_parameters()) or params={'x': x, 'loss': loss}"
+        "params['w'] is a int, not a tensor; e.g. show_graph(loss, params=model) or params={'w': w}"
     )

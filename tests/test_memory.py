@@ -65,8 +65,8 @@ def test_module_as_known_names_parameters():
 
 def test_bad_known_says_what_to_pass():
     v = torch.ones(2, requires_grad=True)
-    with pytest.raises(TypeError, match=r"dict of name -> tensor or an nn\.Module"):
-        saved_in_graph(v.exp(), known=[v])
+    with pytest.raises(TypeError, match=r"a dict of name -> tensor, or model\.named_parameters"):
+        saved_in_graph(v.exp(), known=3)
     with pytest.raises(TypeError, match=r"known\['v'\] is a int"):
         saved_in_graph(v.exp(), known={"v": 3})
 
@@ -213,9 +213,9 @@ def test_tensors_without_a_storage_each_count_alone_at_their_dense_size():
 
 def test_bad_known_message_shows_an_example():
     with pytest.raises(TypeError) as err:
-        with track_saved(known=[1]):
+        with track_saved(known=1):
             pass
     assert str(err.value) == (
-        "known must be a dict of name -> tensor or an nn.Module, got list; "
-        "e.g. known={'x': x, **dict(model.named_parameters())}"
+        "known is a int; pass a model (nn.Module), a dict of name -> tensor, or "
+        "model.named_parameters(); e.g. known={'x': x, **dict(model.named_parameters())}"
     )
