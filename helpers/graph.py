@@ -407,7 +407,9 @@ def show_graph(
     legend: bool = True,
     title: str | None = None,
 ) -> AutogradGraph:
-    """Draw the autograd graph of one or more tensors (names from `params`: a dict or a module)."""
+    """Draw the autograd graph of one or more tensors (names from `params`: a model, a dict of
+    name -> tensor, or model.named_parameters(); see `helpers.naming`)."""
+    _check_roots(roots, "show_graph")  # its own name in the message, not autograd_graph's
     return AutogradGraph(
         autograd_graph(*roots, params=params, show_saved=show_saved), legend=legend, title=title
     )

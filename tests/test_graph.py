@@ -525,3 +525,10 @@ def test_bad_params_messages_show_an_example():
     assert str(value.value) == (
         "params['w'] is a int, not a tensor; e.g. show_graph(loss, params=model) or params={'w': w}"
     )
+
+
+def test_a_call_without_a_tensor_names_the_function_called():
+    with pytest.raises(TypeError, match=r"^show_graph\(\) needs at least one tensor"):
+        show_graph()
+    with pytest.raises(TypeError, match=r"^show_graph\(\) expects tensors; argument 1 is a int"):
+        show_graph(3)
