@@ -409,3 +409,21 @@ def test_the_feedback_text_comes_from_the_notebooks_toml(monkeypatch):
     monkeypatch.setattr(language, "_file", with_edits)
     W, x, _ = graph()
     assert check_retain_grad(..., W, x).messages == ["replace the `...` of hidden"]
+
+
+def test_clip_hook_right_answer_passes_when_nothing_needs_clipping():
+    """Inputs whose gradient is already inside [-1, 1]: clipping changes nothing, and a right
+    hook must not be told it forgot to clip."""
+    W = torch.tensor([[0.25, 0.0], [0.0, 0.125]], requires_grad=True)
+    x = torch.tensor([1.0, 2.0])
+    hidden = W @ x
+    seen = []
+
+    def hook(grad):
+        seen.append(grad)
+        return grad.clamp(-1, 1)
+
+    hidden.register_hook(hook)
+    loss_of(hidden).backward()
+    result = check_clip_hook(hidden, W, x, seen)
+    assert result.ok, result

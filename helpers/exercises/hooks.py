@@ -157,9 +157,11 @@ def check_clip_hook(hidden: Any, W: Any, x: Any, seen: Any) -> CheckResult:
         w_grad = _grad(W)
         if w_grad is None:
             problems.append(say(TEXT, "feedback.w_grad_none"))
+        elif _same(w_grad, torch.outer(clipped, x.detach())):
+            pass  # right (also when nothing needed clipping, and clipped equals incoming)
         elif _same(w_grad, torch.outer(incoming, x.detach())):
             problems.append(say(TEXT, "feedback.w_grad_unclipped"))
-        elif not _same(w_grad, torch.outer(clipped, x.detach())):
+        else:
             problems.append(
                 say(
                     TEXT,
