@@ -224,3 +224,17 @@ def test_messages_come_from_the_text_file(monkeypatch):
 
     monkeypatch.setattr(language, "_file", edited)
     assert check_clip(3).messages == ["no function: int"]
+
+
+def test_only_the_zero_row_off_is_named_as_the_zero_row():
+    """A clip right everywhere but on a row of zeros (divided by a zero norm, then patched
+    badly): the message names that row, not a shorter row that did not change."""
+
+    def clip(g, c):
+        out = solution(g, c)
+        zero = g.norm(dim=1) == 0
+        out[zero] = 0.01
+        return out
+
+    (message,) = check_clip(clip).messages
+    assert message.startswith("a row of zeros must stay zeros, but row 2 became [0.01, ")

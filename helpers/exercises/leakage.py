@@ -70,7 +70,12 @@ def _diagnose(got: torch.Tensor, grad: torch.Tensor, max_norm: float) -> str:
     norms = grad.norm(dim=1)
     short = norms < max_norm
     if _close(got[~short], clip_reference(grad, max_norm)[~short]):
-        row = int(torch.nonzero(short & (norms > 0))[0])
+        changed = [
+            i for i in torch.nonzero(short).flatten().tolist() if not _close(got[i], grad[i])
+        ]
+        row = changed[0] if changed else int(torch.nonzero(short & (norms > 0))[0])
+        if norms[row] == 0:
+            return say(TEXT, "feedback.zero_row_changed", index=row, got=_row(got, row))
         return say(
             TEXT,
             "feedback.short_rows_changed",
