@@ -3,9 +3,9 @@
 import pytest
 import torch
 
-from helpers import language
 from helpers.checks import CheckResult
 from helpers.exercises.backward import MEAN_W, SGD_LR, check_mean_gradient, check_sgd_step
+from tests.text_edits import edit_feedback
 
 # ---- check_sgd_step -------------------------------------------------------------------------
 
@@ -316,14 +316,9 @@ def test_mean_gradient_ignores_integer_dtype_and_judges_the_values():
 def test_the_feedback_text_comes_from_the_notebooks_toml(monkeypatch):
     """The messages are read from [feedback] in helpers/text/en/02_backward_and_optimizers.toml:
     a string edited there (words reordered, placeholders kept) is what the checker says."""
-    english = language._file
-    edited = {"gradient_unfilled": "y has {n} elements: gradient is still `...`"}
-
-    def with_edits(code, name):
-        data = english(code, name)
-        if (code, name) != ("en", "02_backward_and_optimizers"):
-            return data
-        return {**data, "feedback": {**data["feedback"], **edited}}
-
-    monkeypatch.setattr(language, "_file", with_edits)
+    edit_feedback(
+        monkeypatch,
+        "02_backward_and_optimizers",
+        {"gradient_unfilled": "y has {n} elements: gradient is still `...`"},
+    )
     assert check_mean_gradient(...).messages == ["y has 4 elements: gradient is still `...`"]

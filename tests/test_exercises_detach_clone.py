@@ -5,9 +5,9 @@ import warnings
 import pytest
 import torch
 
-from helpers import language
 from helpers.checks import CheckResult
 from helpers.exercises.detach_clone import check_cut, check_sgd_update, check_snapshot
+from tests.text_edits import edit_feedback
 
 
 def placeholder(*_):
@@ -357,16 +357,11 @@ def test_sgd_warnings_are_reported():
 def test_the_feedback_text_comes_from_the_notebooks_toml(monkeypatch):
     """The messages are read from [feedback] in helpers/text/en/03_detach_and_clone.toml:
     a string edited there (words reordered, placeholders kept) is what the checker says."""
-    english = language._file
-    edited = {"returns_placeholder": "build it from {source}: {name} still returns `...`"}
-
-    def with_edits(code, name):
-        data = english(code, name)
-        if (code, name) != ("en", "03_detach_and_clone"):
-            return data
-        return {**data, "feedback": {**data["feedback"], **edited}}
-
-    monkeypatch.setattr(language, "_file", with_edits)
+    edit_feedback(
+        monkeypatch,
+        "03_detach_and_clone",
+        {"returns_placeholder": "build it from {source}: {name} still returns `...`"},
+    )
     assert check_snapshot(placeholder).messages == [
         "build it from w: take_snapshot(w) still returns `...`"
     ]

@@ -4,8 +4,8 @@ import pytest
 import torch
 from torch import nn
 
-from helpers import language
 from helpers.exercises.freeing import check_kept_alive, check_one_backward
+from tests.text_edits import edit_feedback
 from tests.torch_threads import one_thread  # noqa: F401 (autouse fixture)
 
 
@@ -45,8 +45,6 @@ def text(result) -> str:
     return " ".join(result.messages)
 
 
-
-
 # check_one_backward
 
 
@@ -76,13 +74,18 @@ def raises_without_a_message(loss, z):
     [
         (
             lambda loss, z: None,
-            ["no parameter has a .grad yet: call backward() once, on loss + z (still a `...` in "
-             "the cell?)"],
+            [
+                "no parameter has a .grad yet: call backward() once, on loss + z (still a `...` in "
+                "the cell?)"
+            ],
         ),
         (
             two_calls,
-            ["backward ran through the shared layers 2 times (their saved tensors were read that "
-             "often): add the losses and call backward() once", RETAINED.format(16)],
+            [
+                "backward ran through the shared layers 2 times (their saved tensors were read "
+                "that often): add the losses and call backward() once",
+                RETAINED.format(16),
+            ],
         ),
         (
             lambda loss, z: loss.backward(),
@@ -90,24 +93,38 @@ def raises_without_a_message(loss, z):
         ),
         (
             lambda loss, z: z.backward(),  # loss never ran backward: its saved tensors stay
-            ["the gradients are those of z alone: loss is missing from the sum",
-             RETAINED.format(16)],
+            [
+                "the gradients are those of z alone: loss is missing from the sum",
+                RETAINED.format(16),
+            ],
         ),
         (lambda loss, z: (loss + z).backward(retain_graph=True), [RETAINED.format(148)]),
         (
             lambda loss, z: (loss + 2 * z).backward(),
-            ["net.conv.weight.grad differs from the gradient of loss + z: call backward() once, "
-             "on the sum"],
+            [
+                "net.conv.weight.grad differs from the gradient of loss + z: call backward() once, "
+                "on the sum"
+            ],
         ),
         (
             lambda loss, z: (loss + 1.01 * z).backward(),
-            ["net.conv.weight.grad differs from the gradient of loss + z: call backward() once, "
-             "on the sum"],
+            [
+                "net.conv.weight.grad differs from the gradient of loss + z: call backward() once, "
+                "on the sum"
+            ],
         ),
         (raises_without_a_message, ["your function raised ValueError: "]),
     ],
-    ids=["placeholder", "two-calls", "loss-only", "z-only", "retain-graph", "weights",
-         "weights-1%", "error"],
+    ids=[
+        "placeholder",
+        "two-calls",
+        "loss-only",
+        "z-only",
+        "retain-graph",
+        "weights",
+        "weights-1%",
+        "error",
+    ],
 )
 def test_one_backward_messages_in_full(fn, messages):
     assert one(fn).messages == messages
@@ -148,8 +165,7 @@ def test_parameters_the_backward_did_not_reach_are_named():
 
 
 def test_placeholder_is_not_yet_and_does_not_raise():
-    def placeholder(loss, z):
-        ...  # your code here
+    def placeholder(loss, z): ...  # your code here
 
     result = one(placeholder)
     assert not result.ok and "no parameter has a .grad yet" in text(result)
@@ -337,15 +353,7 @@ def test_checkers_leave_the_random_state_alone():
 
 def test_messages_come_from_the_text_file(monkeypatch):
     """The feedback is read from helpers/text/en/05_freeing_the_graph.toml, not written in code."""
-    real = language._file
-
-    def edited(code, name):
-        data = real(code, name)
-        if name != "05_freeing_the_graph":
-            return data
-        return {**data, "feedback": {**data["feedback"], "graph_retained": "kept {held} bytes"}}
-
-    monkeypatch.setattr(language, "_file", edited)
+    edit_feedback(monkeypatch, "05_freeing_the_graph", {"graph_retained": "kept {held} bytes"})
     assert one(lambda loss, z: (loss + z).backward(retain_graph=True)).messages == [
         "kept 148 bytes"
     ]

@@ -6,9 +6,9 @@ import pytest
 import torch
 from torch import nn
 
-from helpers import language
 from helpers.checks import CheckResult
 from helpers.exercises.grad_modes import check_freeze_middle, check_real_leaf, check_train
+from tests.text_edits import edit_feedback
 
 
 def only_hint(result: CheckResult, fragment: str) -> None:
@@ -447,13 +447,7 @@ def test_freeze_messages_in_full(answer, message):
 
 
 def test_feedback_text_comes_from_the_notebook_text_file(monkeypatch):
-    english = language._file
-
-    def edited(code, name):
-        data = english(code, name)
-        if name != "08_grad_modes_and_why_nothing_learns":
-            return data
-        return {**data, "feedback": {**data["feedback"], "returned_none": "{call} -> None?"}}
-
-    monkeypatch.setattr(language, "_file", edited)
+    edit_feedback(
+        monkeypatch, "08_grad_modes_and_why_nothing_learns", {"returned_none": "{call} -> None?"}
+    )
     assert check_real_leaf(lambda v: None).messages == ["make_weight(values) -> None?"]

@@ -7,8 +7,8 @@ import torch
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
-from helpers import language
 from helpers.exercises.higher_order import check_checkpointed, check_hvp, check_softsign
+from tests.text_edits import edit_feedback
 
 
 def text(result) -> str:
@@ -507,13 +507,5 @@ def test_checkers_leave_the_random_state_alone():
 
 
 def test_feedback_text_comes_from_the_notebook_text_file(monkeypatch):
-    english = language._file
-
-    def edited(code, name):
-        data = english(code, name)
-        if name != "09_past_first_order":
-            return data
-        return {**data, "feedback": {**data["feedback"], "hvp_not_a_tensor": "{type}? no"}}
-
-    monkeypatch.setattr(language, "_file", edited)
+    edit_feedback(monkeypatch, "09_past_first_order", {"hvp_not_a_tensor": "{type}? no"})
     assert check_hvp(lambda f, x, v: "Hv").messages == ["str? no"]

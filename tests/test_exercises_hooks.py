@@ -5,7 +5,6 @@ import warnings
 import pytest
 import torch
 
-from helpers import language
 from helpers.exercises.hooks import (
     EXERCISE_W,
     EXERCISE_X,
@@ -13,6 +12,7 @@ from helpers.exercises.hooks import (
     check_clip_hook,
     check_retain_grad,
 )
+from tests.text_edits import edit_feedback
 
 
 def graph():
@@ -397,16 +397,11 @@ def test_checkers_never_raise_on_odd_tensors():
 def test_the_feedback_text_comes_from_the_notebooks_toml(monkeypatch):
     """The messages are read from [feedback] in helpers/text/en/04_retain_grad_and_hooks.toml:
     a string edited there (words reordered, placeholders kept) is what the checker says."""
-    english = language._file
-    edited = {"still_placeholder": "replace the `...` of {name}"}
-
-    def with_edits(code, name):
-        data = english(code, name)
-        if (code, name) != ("en", "04_retain_grad_and_hooks"):
-            return data
-        return {**data, "feedback": {**data["feedback"], **edited}}
-
-    monkeypatch.setattr(language, "_file", with_edits)
+    edit_feedback(
+        monkeypatch,
+        "04_retain_grad_and_hooks",
+        {"still_placeholder": "replace the `...` of {name}"},
+    )
     W, x, _ = graph()
     assert check_retain_grad(..., W, x).messages == ["replace the `...` of hidden"]
 

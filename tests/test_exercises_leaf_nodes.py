@@ -4,7 +4,6 @@ import pytest
 import torch
 from torch import nn
 
-from helpers import language
 from helpers.exercises.leaf_nodes import (
     KINDS,
     check_frozen_conv,
@@ -12,6 +11,7 @@ from helpers.exercises.leaf_nodes import (
     check_leaves_of,
     kind_of,
 )
+from tests.text_edits import edit_feedback
 from tests.torch_threads import one_thread  # noqa: F401 (autouse fixture)
 
 
@@ -487,16 +487,11 @@ def test_items_that_are_not_tensors_are_named_for_every_graph():
 def test_the_feedback_text_comes_from_the_notebooks_toml(monkeypatch):
     """The messages are read from [feedback] in helpers/text/en/01_leaf_nodes.toml:
     a string edited there (words reordered, placeholders kept) is what the checker says."""
-    english = language._file
-    edited = {"kinds_success": "{count} of {count} right.", "unfilled": "still to predict: {names}"}
-
-    def with_edits(code, name):
-        data = english(code, name)
-        if (code, name) != ("en", "01_leaf_nodes"):
-            return data
-        return {**data, "feedback": {**data["feedback"], **edited}}
-
-    monkeypatch.setattr(language, "_file", with_edits)
+    edit_feedback(
+        monkeypatch,
+        "01_leaf_nodes",
+        {"kinds_success": "{count} of {count} right.", "unfilled": "still to predict: {names}"},
+    )
     tensors = {"p": nn.Parameter(torch.ones(2)), "q": torch.zeros(2)}
     assert repr(check_kinds({"p": "leaf, requires grad", "q": "leaf, no grad"}, **tensors)) == (
         "✅ 2 of 2 right."

@@ -6,8 +6,8 @@ import re
 import pytest
 import torch
 
-from helpers import language
 from helpers.exercises.leakage import CASES, check_clip, clip_reference
+from tests.text_edits import edit_feedback
 
 
 def text(result):
@@ -211,18 +211,9 @@ def test_the_cases_are_not_changed_by_a_checker_run():
 def test_messages_come_from_the_text_file(monkeypatch):
     """The feedback is read from helpers/text/en/07_split_across_processes.toml, not written in
     code."""
-    real = language._file
-
-    def edited(code, name):
-        data = real(code, name)
-        if name != "07_split_across_processes":
-            return data
-        return {
-            **data,
-            "feedback": {**data["feedback"], "clip_not_function": "no function: {type}"},
-        }
-
-    monkeypatch.setattr(language, "_file", edited)
+    edit_feedback(
+        monkeypatch, "07_split_across_processes", {"clip_not_function": "no function: {type}"}
+    )
     assert check_clip(3).messages == ["no function: int"]
 
 

@@ -4,7 +4,6 @@ import pytest
 import torch
 from torch import nn
 
-from helpers import language
 from helpers.exercises.split_backward import (
     check_handoff,
     check_one_optimizer,
@@ -12,6 +11,7 @@ from helpers.exercises.split_backward import (
 )
 from helpers.params import snapshot
 from helpers.split import build_models, cut, make_one_optimizer, post_tensors
+from tests.text_edits import edit_feedback
 
 TOKENS, LABEL = post_tensors()
 
@@ -316,14 +316,9 @@ def test_token_loss_bad_out_never_raises():
 def test_messages_come_from_the_text_file(monkeypatch):
     """The feedback is read from helpers/text/en/06_split_backward_three_models.toml (06b's too),
     not written in code."""
-    real = language._file
-
-    def edited(code, name):
-        data = real(code, name)
-        if name != "06_split_backward_three_models":
-            return data
-        changed = {"grads_missing": "model {k}, nothing: {how}", "how_stage1": "run f1.backward"}
-        return {**data, "feedback": {**data["feedback"], **changed}}
-
-    monkeypatch.setattr(language, "_file", edited)
+    edit_feedback(
+        monkeypatch,
+        "06_split_backward_three_models",
+        {"grads_missing": "model {k}, nothing: {how}", "how_stage1": "run f1.backward"},
+    )
     assert handoff(right2).messages == ["model 1, nothing: run f1.backward"]

@@ -20,6 +20,7 @@ from helpers.quiz import (
     reveal_html,
 )
 from helpers.widgets import VIEW_MIME
+from tests.text_edits import edit_feedback
 
 
 @pytest.mark.parametrize("question", QUESTIONS, ids=[f"{q.topic}-{q.prompt}" for q in QUESTIONS])
@@ -331,17 +332,8 @@ def test_a_typed_result_is_caught_and_a_placeholder_is_computed():
 
 
 def test_check_order_feedback_comes_from_the_notebook_text_file(monkeypatch):
-    from helpers import language
 
-    english = language._file
-
-    def edited(code, name):
-        data = english(code, name)
-        if name != "10_check_yourself":
-            return data
-        return {**data, "feedback": {**data["feedback"], "order_not_names": "names, please"}}
-
-    monkeypatch.setattr(language, "_file", edited)
+    edit_feedback(monkeypatch, "10_check_yourself", {"order_not_names": "names, please"})
     assert check_order("abc", build_exercise).messages == ["names, please"]
 
 
