@@ -45,6 +45,7 @@ from helpers.split import (
     token_loss,
     token_tensors,
 )
+from tests.torch_threads import one_thread  # noqa: F401 (autouse fixture)
 
 # The post's printed output (first rows), a citation; compared with a tolerance of 1e-4.
 POST_LOSS = 1.6084858179092407
@@ -583,3 +584,121 @@ def test_split_graphs_when_dot_vanishes_show_the_same_advice(monkeypatch, no_dot
 def test_split_graphs_text_is_deterministic():
     assert graphs().text() == graphs().text()
     assert graphs().dot.source == graphs().dot.source
+
+
+def test_the_model_classes_default_to_the_posts_sizes():
+    post = fresh()
+    for default, model in zip(
+        (split.MLPem0(), split.MLP1(), split.MLP2L()), post.as_list(), strict=True
+    ):
+        assert [p.shape for p in default.parameters()] == [p.shape for p in model.parameters()]
+
+
+@pytest.mark.filterwarnings("ignore:The .grad attribute of a Tensor that is not a leaf")
+def test_a_handoff_may_name_any_tensor_of_the_step_and_torch_says_what_fails():
+    tokens, label = post_tensors()
+    for name in ("f1", "f2", "out", "loss"):  # none of them has a .grad to hand back
+        with pytest.raises(RuntimeError, match="grad can be implicitly created only for scalar"):
+            run_split(fresh(), tokens, label, handoff={1: name})
+    stage_2_only, post = fresh(), fresh()
+    r = run_split(stage_2_only, tokens, label, handoff={2: "ff2"})  # stage 1 keeps ff1
+    run_split(post, tokens, label)
+    assert r.calls == ["loss.backward()", "f2.backward(ff2.grad)", "f1.backward(ff1.grad)"]
+    assert all_same(compare_models(stage_2_only, post))
+
+
+def test_empty_tensors_compare_as_the_same_with_no_difference():
+    table = compare_tensors({"empty": (torch.zeros(0), torch.zeros(0))}, title="Empty")
+    assert table.rows == [{"tensor": "empty", "same": True, "max |Δ|": "0", "note": ""}]
+    assert table.columns == ["tensor", "same", "max |Δ|"] and table.title == "Empty"
+
+
+def test_a_missing_tensor_has_no_difference_to_show():
+    table = compare_tensors({"none": (None, torch.zeros(1))})
+    assert table.rows[0]["max |Δ|"] == "-" and table.columns[-1] == "note"
+
+
+def test_compare_models_passes_its_title_and_names_the_misuse():
+    assert compare_models(fresh(), fresh(), title="Gradients").title == "Gradients"
+    odd = SplitModels(fresh().model1, fresh().model2, torch.nn.Linear(6, 3))
+    with pytest.raises(ValueError, match=r"^the two SplitModels have different parameter names$"):
+        compare_models(fresh(), odd)
+
+
+def test_a_clone_of_models_without_gradients_has_none_either():
+    c = clone_models(fresh())
+    assert all(p.grad is None for p in c.named_parameters().values())
+
+
+def test_load_parameters_names_the_missing_and_the_unexpected():
+    named = dict(snapshot(fresh().named_parameters()))
+    named["model9.x"] = named.pop("model1.embed.weight")
+    with pytest.raises(
+        ValueError, match=r"missing: \['model1\.embed\.weight'\]; unexpected: \['model9\.x'\]"
+    ):
+        load_parameters(fresh(), named)
+
+
+def test_arrangement_table_names_a_run_that_is_not_models():
+    start = snapshot(fresh().named_parameters())
+    with pytest.raises(TypeError, match=r"runs\['adam'\] is a list, not SplitModels"):
+        arrangement_table({"adam": [1]}, start, fresh())
+
+
+def test_each_stage_is_drawn_in_its_box_with_every_node_and_arrow():
+    g = graphs()
+    source = g.dot.source
+    roots = {}
+    for k, (title, data, _) in enumerate(g.stages, start=1):
+        assert f"subgraph cluster_s{k} {{" in source and f'label="{title}"' in source
+        for n in data.nodes:
+            assert f"\ts{k}_{n.id} [label=" in source  # each node, labelled, in its stage's box
+        for e in data.edges:
+            if e.style == "flow":
+                assert f"\ts{k}_{e.src} -> s{k}_{e.dst}\n" in source
+        roots[k] = f"s{k}_{data.roots[0]}"
+    cuts = [
+        next(n.id for n in g.stages[k][1].nodes if n.label.startswith(name))
+        for k, name in ((1, "ff1"), (2, "ff2"))
+    ]
+    assert f"{roots[1]} -> s2_{cuts[0]} [label=" in source
+    assert f"{roots[2]} -> s3_{cuts[1]} [label=" in source
+    assert "↓ f1's values" in source and "↑ ff2.grad" in source
+    assert "subgraph cluster_j {" in source
+    assert 'label="joint run: no cuts, one loss.backward()"' in source
+
+
+def test_the_text_names_each_stages_tensors_and_the_joint_loss():
+    sections = graphs().text().split("\n\n")
+    assert [s.splitlines()[0] for s in sections] == [
+        "stage 1 · client: model 1",
+        "stage 2 · middle party: model 2",
+        "stage 3 · label holder: model 3",
+        "joint run",
+    ]
+    assert sections[0].splitlines()[2] == "f1 [1, 5, 6]  <output>"
+    assert sections[1].splitlines()[2] == "f2 [1, 5, 6]  <output>"
+    assert "ff1 [1, 5, 6]  <leaf>" in sections[1]
+    assert sections[2].splitlines()[2] == "loss scalar  <output>"
+    assert "ff2 [1, 5, 6]  <leaf>" in sections[2]
+    assert sections[3].splitlines()[2] == "loss scalar  <output>"
+
+
+def test_split_graphs_without_the_joint_run_show_the_three_stages_only():
+    tokens, label = post_tensors()
+    m = fresh()
+    g = split_graphs(run_split(m, tokens, label), m)
+    assert g.joint is None and "joint run" not in g.text() and "cluster_j" not in g.dot.source
+    assert len(g.text().split("\n\n")) == 3
+
+
+def test_the_joint_step_has_no_cuts_so_each_cut_is_its_activation():
+    r = joint_step(fresh(), *post_tensors())
+    assert r.ff1 is r.f1 and r.ff2 is r.f2
+    assert r.out.shape == (1, 5, 3) and r.out.grad_fn is not None
+
+
+def test_a_difference_of_exactly_the_threshold_is_shown_not_hidden():
+    a = torch.zeros(1, dtype=torch.float64)
+    table = compare_tensors({"edge": (a, a + split.TINY)})
+    assert table.rows[0]["max |Δ|"] == "1e-06"
