@@ -108,3 +108,86 @@ def test_frames_walk_the_record():
 def test_frame_position_out_of_range_says_the_range():
     with pytest.raises(ValueError, match="between 0 and 7"):
         backward_frame(default_record(), 8)
+
+
+SECOND_TIME = (
+    "raises RuntimeError: Trying to backward through the graph a second time (or directly "
+    "access saved tensors after they have already been freed)."
+)
+
+
+def test_a_second_backward_is_told_in_its_first_sentence():
+    record = default_record()
+    assert record.second_backward == SECOND_TIME
+    assert backward_frame(record, 7).caption == (
+        f"After backward(): all 6 steps ran; the saved tensors were freed. A second backward() "
+        f"{SECOND_TIME}"
+    )
+    from helpers.backward_recorder import _first_line
+
+    assert _first_line("One sentence.") == "One sentence."
+    assert _first_line("First part. Second part.\nMore.") == "First part."
+
+
+def test_freed_saved_tensors_keep_their_slot_name_and_shape():
+    record = default_record()
+    last = backward_frame(record, 7).graph.data
+    before = {n.id: n for n in record.data.nodes}
+    freed = {n.label: n.shape for n in last.nodes if n.kind == "freed"}
+    assert freed == {"self = h\n[freed]": (3,), "other = x\n[freed]": (3,)}
+    leaves = {n.label: n.shape for n in last.nodes if n.kind == "leaf"}
+    assert leaves == {"w\n[3]\ngrad = [3, -4, 42]": (3,), "b\nscalar\ngrad = [15]": ()}
+    assert all(n.shape == before[n.id].shape for n in last.nodes)
+    assert last.roots == record.data.roots and last.objects is record.data.objects
+
+
+def test_each_frame_titles_its_graph_and_dims_only_what_has_not_run():
+    record = default_record()
+    titles = [backward_frame(record, p).graph.source for p in (0, 1, 6, 7)]
+    assert 'label="before backward()"' in titles[0]
+    assert 'label="step 1 of 6: SumBackward0"' in titles[1]
+    assert 'label="step 6 of 6: AccumulateGrad"' in titles[2]
+    assert 'label="after backward()"' in titles[3]
+    for position in range(8):
+        frame = backward_frame(record, position)
+        assert frame.position == position
+        dimmed = {
+            line.split(" ")[0].strip()
+            for line in frame.graph.source.splitlines()
+            if 'style="filled,dashed"' in line
+        }
+        waiting = {s.node_id for s in record.steps if s.index > position and 0 < position <= 6}
+        assert dimmed == waiting, position  # before backward() nothing is dimmed yet
+
+
+def test_each_step_is_captioned_with_what_it_received():
+    record = default_record()
+    assert backward_frame(record, 1).caption == (
+        "Step 1 of 6: the engine runs SumBackward0; it received [1] (the gradient of loss)."
+    )
+    assert backward_frame(record, 2).caption == (
+        "Step 2 of 6: the engine runs PowBackward0; it received [1, 1, 1]."
+    )
+    assert backward_frame(record, 6).caption.startswith("Step 6 of 6: the engine runs Accum")
+
+
+def test_the_table_shows_what_each_step_received_once_it_ran():
+    third = backward_frame(default_record(), 3).table
+    assert third.column("gradient of") == ["loss", "-", "h", "b", "-", "w"]
+    assert third.column("gradient received") == ["[1]", "[1, 1, 1]", "[3, -2, 14]", "?", "?", "?"]
+
+
+def test_a_node_with_several_outputs_receives_each_gradient():
+    a = torch.ones(4, requires_grad=True)
+    p, q = a.split(2)
+    record = record_backward((p * 2).sum() + (q * 3).sum(), {"a": a})
+    split = next(s for s in record.steps if s.name.startswith("SplitBackward"))
+    assert split.received == "[2, 2], [3, 3]"
+
+
+def test_a_non_scalar_root_runs_with_the_gradient_given_both_times():
+    w = torch.tensor([1.0, 2.0], requires_grad=True)
+    record = record_backward(w * 3, {"w": w}, retain_graph=True, gradient=torch.ones(2))
+    assert record.steps[0].received == "[1, 1]"
+    assert record.second_backward.startswith("runs")
+    assert w.grad.tolist() == [6.0, 6.0]

@@ -244,6 +244,7 @@ def test_mean_gradient_passes():
     result = check_mean_gradient(torch.full((N,), 1 / N))
     assert result.ok, result
     assert "[0.5, -1.0, 1.5, 0.25]" in result.success
+    assert result.success.endswith(f"each element of y counts 1/{N}.")
 
 
 def test_mean_gradient_accepts_a_gradient_built_from_y():

@@ -365,3 +365,30 @@ def test_the_feedback_text_comes_from_the_notebooks_toml(monkeypatch):
     assert check_snapshot(placeholder).messages == [
         "build it from w: take_snapshot(w) still returns `...`"
     ]
+
+
+@pytest.mark.parametrize(
+    ("check", "answer", "message"),
+    [
+        (
+            check_snapshot,
+            lambda w: None,
+            "take_snapshot(w) returned None: did you forget `return`?",
+        ),
+        (check_snapshot, lambda w: w.tolist(), "take_snapshot(w) returned a list, not a tensor."),
+        (
+            check_snapshot,
+            lambda w: w,
+            "take_snapshot(w) returned w itself: a snapshot must be a new tensor.",
+        ),
+        (check_cut, lambda f1: f1, "cut(f1) returned f1 itself: nothing was cut."),
+        (
+            check_cut,
+            lambda f1: (f1 * 2).detach().requires_grad_(True),
+            "ff1 holds [2.0, 8.0, 18.0], but f1 holds [1.0, 4.0, 9.0].",
+        ),
+    ],
+    ids=["snapshot-none", "snapshot-list", "snapshot-itself", "cut-itself", "cut-values"],
+)
+def test_messages_name_the_function_and_show_both_values(check, answer, message):
+    assert check(answer).messages == [message]

@@ -451,3 +451,40 @@ def test_feedback_text_comes_from_the_notebook_text_file(monkeypatch):
         monkeypatch, "08_grad_modes_and_why_nothing_learns", {"returned_none": "{call} -> None?"}
     )
     assert check_real_leaf(lambda v: None).messages == ["make_weight(values) -> None?"]
+
+
+@pytest.mark.parametrize(
+    ("check", "answer", "message"),
+    [
+        (
+            check_real_leaf,
+            lambda v: ...,
+            "make_weight(values) still returns `...`: replace the `...` with your tensor.",
+        ),
+        (check_real_leaf, lambda v: [1.0], "make_weight(values) returned a list, not a tensor."),
+        (
+            check_real_leaf,
+            lambda v: (torch.tensor(v) * 0.01).requires_grad_(),
+            "w is torch.float32, not torch.float64: pass dtype=torch.float64 when you create it.",
+        ),
+        (
+            check_real_leaf,
+            lambda v: torch.zeros(2, dtype=torch.float64, requires_grad=True),
+            "w has shape [2], expected [3].",
+        ),
+        (
+            check_train,
+            lambda model, x, target: ...,
+            "train(model, x, target) still returns `...`: return the list of losses.",
+        ),
+        (
+            check_train,
+            lambda model, x, target: 3,
+            "train(model, x, target) should return the list of losses, one float per step "
+            "(loss.item()); it returned int.",
+        ),
+    ],
+    ids=["leaf-unfilled", "leaf-list", "leaf-dtype", "leaf-shape", "train-unfilled", "train-int"],
+)
+def test_messages_name_the_call_and_what_it_returned(check, answer, message):
+    assert check(answer).messages == [message]

@@ -422,3 +422,29 @@ def test_clip_hook_right_answer_passes_when_nothing_needs_clipping():
     loss_of(hidden).backward()
     result = check_clip_hook(hidden, W, x, seen)
     assert result.ok, result
+
+
+def test_wrong_values_are_shown_beside_the_expected_ones():
+    def hook(grad, seen):
+        seen.append(grad)
+        return grad.clamp(-3, 3)
+
+    assert check_clip_hook(*run_hook(hook)).messages == [
+        "W.grad is [-2, -4, 3, 6], expected outer(clipped gradient, x) = [-1, -2, 1, 2]."
+    ]
+    W, x, hidden = graph()
+    grads = torch.autograd.grad(hidden.sum(), [hidden, W])
+    assert check_autograd_grad(grads, hidden, W, x).messages == [
+        "grads[0] should be d loss/d hidden = 2 * hidden = [-2, 6].",
+        "grads[1] should be d loss/d W = [-2, -4, 6, 12].",
+    ]
+
+
+@pytest.mark.parametrize("check", CHECKERS.values(), ids=CHECKERS.keys())
+def test_a_failure_of_the_check_shows_torchs_message(check):
+    W, x, hidden = graph()
+    with pytest.raises(RuntimeError) as raised:
+        W.int() @ x
+    assert check(hidden, W.int(), x).messages == [
+        f"Could not check your answer (RuntimeError: {raised.value})."
+    ]

@@ -497,3 +497,10 @@ def test_the_feedback_text_comes_from_the_notebooks_toml(monkeypatch):
         "✅ 2 of 2 right."
     )
     assert check_kinds({"p": ...}, **tensors).messages[0] == "still to predict: p, q"
+
+
+@pytest.mark.parametrize(("returned", "shown"), [(..., "Ellipsis"), (None, "None")])
+def test_leaves_of_that_returns_nothing_is_told_what_it_returned(returned, shown):
+    assert check_leaves_of(lambda t: returned).messages == [
+        f"leaves_of returned {shown}: replace the `...` and return a list of tensors"
+    ]

@@ -229,3 +229,9 @@ def test_only_the_zero_row_off_is_named_as_the_zero_row():
 
     (message,) = check_clip(clip).messages
     assert message.startswith("a row of zeros must stay zeros, but row 2 became [0.01, ")
+
+
+def test_a_result_in_another_dtype_names_both_dtypes():
+    assert check_clip(lambda g, m: clip_reference(g, m).float()).messages == [
+        "the result is torch.float32 for a torch.float64 gradient: keep the dtype"
+    ]

@@ -12,6 +12,7 @@ from helpers.exercises.split_backward import (
 from helpers.params import snapshot
 from helpers.split import build_models, cut, make_one_optimizer, post_tensors
 from tests.text_edits import edit_feedback
+from tests.torch_threads import one_thread  # noqa: F401 (autouse fixture)
 
 TOKENS, LABEL = post_tensors()
 

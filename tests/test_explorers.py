@@ -12,6 +12,7 @@ from helpers.explorers import (
     optimizer_code,
     optimizer_run,
 )
+from tests.torch_threads import one_thread  # noqa: F401 (autouse fixture)
 
 # ---- graph explorer ------------------------------------------------------------------------
 
@@ -243,3 +244,52 @@ def test_optimizer_code_shows_the_setting():
     assert "params = [p for m in models.as_list() for p in m.parameters()]" in shared
     assert "opt = torch.optim.Adam(params, lr=0.001)  # one for all three" in shared
     assert shared.count("opt.zero_grad(set_to_none=False)") == 3
+
+
+def test_the_explorer_names_its_tensors_in_a_titled_graph_of_y_and_h():
+    result = explore_graph()
+    assert result.code == explorer_code(False, False, False)
+    assert not result.tensors["h"].retains_grad  # retain_grad is off unless asked for
+    text = result.graph.text()
+    for label in ("y scalar  <output>", "h [3]  <output>", "w1 [3]  <leaf>", "w2 [3]  <leaf>"):
+        assert label in text, label
+    assert 'label="graph of y (and of h)"' in result.graph.source
+    cut = explore_graph(detach=True).graph.text()
+    assert "w1 [3]" in cut  # h's own graph, cut off from y's, is drawn as well
+
+
+def test_the_moves_table_marks_each_step_and_whether_it_matches_one_per_model():
+    run = optimizer_run("Adam", 0.01, set_to_none=False, arrangement=ARRANGEMENTS[1])
+    table = run.moves_table()
+    assert table.rows[:3] == [
+        {"step() after": "loss.backward()", "model1": "-", "model2": "-", "model3": "moved"},
+        {
+            "step() after": "f2.backward(ff2.grad)",
+            "model1": "-",
+            "model2": "moved",
+            "model3": "moved",
+        },
+        {
+            "step() after": "f1.backward(ff1.grad)",
+            "model1": "moved",
+            "model2": "moved",
+            "model3": "moved",
+        },
+    ]
+    assert table.rows[4] == {
+        "step() after": "same as one optimizer per model?",
+        "model1": "yes",
+        "model2": "NO",
+        "model3": "NO",
+    }
+
+
+def test_the_figure_is_titled_with_the_setting_and_drawn_once():
+    run = optimizer_run("SGD", 0.5, set_to_none=True, arrangement=ARRANGEMENTS[0], loss=LOSSES[1])
+    figure = run.figure()
+    assert figure is run.figure()
+    assert "SGD, lr=0.5, one per model, set_to_none=True, per token loss" in str(
+        figure.figure.texts[0].get_text()
+    )
+    post = optimizer_run("SGD", 0.5, set_to_none=True, arrangement=ARRANGEMENTS[0])
+    assert "loss" not in post.figure().figure.texts[0].get_text()

@@ -219,3 +219,11 @@ def test_bad_known_message_shows_an_example():
         "known is a int; pass a model (nn.Module), a dict of name -> tensor, or "
         "model.named_parameters(); e.g. known={'x': x, **dict(model.named_parameters())}"
     )
+
+
+def test_a_models_buffers_are_known_too():
+    norm = nn.BatchNorm1d(3)  # in training it saves its running statistics for backward
+    x = torch.arange(12.0).reshape(4, 3).requires_grad_()
+    owners = {s.slot: s.owner for s in saved_in_graph(norm(x).sum(), known=norm)}
+    assert owners["running_mean"] == "running_mean" and owners["running_var"] == "running_var"
+    assert owners["weight"] == "weight" and owners["input"] is None

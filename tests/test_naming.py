@@ -73,3 +73,8 @@ def test_bad_names_say_what_to_pass_in_every_helper():
     ):
         with pytest.raises(TypeError, match=re.escape(f"is a int; pass {HOW}")):
             call()
+
+
+def test_a_list_of_two_element_tensors_is_named_by_position_not_read_as_pairs():
+    pair = [torch.ones(2), torch.zeros(2)]
+    assert list(named_tensors(pair, "a")) == ["0", "1"]

@@ -115,3 +115,15 @@ def test_error_messages_say_how_to_call_it():
         "tensor_state(): w= is a list, not a tensor; "
         "pass tensors by name, e.g. tensor_state(w=my_tensor)"
     )
+
+
+def test_a_model_or_a_dict_may_come_first_and_a_wrong_one_is_named():
+    model, x = torch.nn.Linear(2, 1), torch.ones(2)
+    assert tensor_state(model, x=x).column("tensor") == ["weight", "bias", "x"]
+    assert tensor_state({"a": x}).column("tensor") == ["a"]
+    with pytest.raises(TypeError) as bad:
+        tensor_state("w")
+    assert str(bad.value) == (
+        "tensor_state()'s first argument is a str; pass a model (nn.Module), a dict of "
+        "name -> tensor, or model.named_parameters()"
+    )
