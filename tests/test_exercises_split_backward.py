@@ -4,13 +4,22 @@ import pytest
 import torch
 from torch import nn
 
+from helpers.checks import clean_message
 from helpers.exercises.split_backward import (
     check_handoff,
     check_one_optimizer,
     check_token_loss,
 )
 from helpers.params import snapshot
-from helpers.split import build_models, cut, make_one_optimizer, post_tensors
+from helpers.split import (
+    MLP2L,
+    SplitModels,
+    build_models,
+    cut,
+    make_one_optimizer,
+    post_tensors,
+    run_split,
+)
 from tests.text_edits import edit_feedback
 from tests.torch_threads import one_thread  # noqa: F401 (autouse fixture)
 
@@ -323,3 +332,165 @@ def test_messages_come_from_the_text_file(monkeypatch):
         {"grads_missing": "model {k}, nothing: {how}", "how_stage1": "run f1.backward"},
     )
     assert handoff(right2).messages == ["model 1, nothing: run f1.backward"]
+
+
+# --- messages in full, and inputs other than the post's ------------------------------------------
+
+
+def test_handoff_messages_say_which_stage_and_how_to_hand_back():
+    assert handoff().messages == [
+        "model 2 has no gradients yet: hand the gradient back with f2.backward(ff2.grad), after "
+        "loss.backward()",
+        "model 1 has no gradients yet: hand ff1.grad back with f1.backward(ff1.grad)",
+    ]
+    wrong2 = handoff(lambda f1, ff1, f2, ff2: f2.backward(torch.ones_like(f2)), right1)
+    assert wrong2.messages[0] == (
+        "model 2's gradients differ from the joint run's: hand the gradient back with "
+        "f2.backward(ff2.grad), after loss.backward()"
+    )
+    wrong1 = handoff(right2, lambda f1, ff1, f2, ff2: f1.backward(ff2.grad))
+    assert wrong1.messages[0].startswith("model 1's gradients differ from the joint run's: ")
+
+
+def test_handoff_names_a_cut_that_is_missing_or_has_no_gradient():
+    m = build_models()
+    r = run_split(m, TOKENS, LABEL)
+    assert check_handoff(m, r.ff1, 3).messages == ["ff2 is a int, not the tensor at the cut"]
+    r.ff2.grad = None
+    assert check_handoff(m, r.ff1, r.ff2).messages == [
+        "ff2.grad is None: run loss.backward() first (stage 3)"
+    ]
+
+
+def test_handoff_of_a_tensor_of_another_shape_is_not_right():
+    m = build_models()
+    r = run_split(m, TOKENS, LABEL)
+    other = torch.ones(2, requires_grad=True)
+    other.grad = torch.ones(2)
+    assert check_handoff(m, other, r.ff2).messages == [
+        "ff1.grad differs from f1.grad of the joint run"
+    ]
+
+
+def test_handoff_reports_a_joint_run_that_cannot_run():
+    good = build_models()
+    r = run_split(good, TOKENS, LABEL)
+    bad = SplitModels(good.model1, good.model2, MLP2L(4, 3))  # model 3 expects 4 features
+    with pytest.raises(RuntimeError) as raised:
+        bad.model3.layer(torch.ones(5, 6))
+    assert check_handoff(bad, r.ff1, r.ff2).messages == [
+        f"could not run the joint reference: {clean_message(str(raised.value))}"
+    ]
+
+
+def test_handoff_uses_the_input_it_is_given_and_the_posts_unless_both_are():
+    tokens = torch.tensor([[4, 4, 7, 1, 0]])
+    m = build_models()
+    r = run_split(m, tokens, LABEL)
+    assert check_handoff(m, r.ff1, r.ff2, tokens, LABEL).ok
+    assert not check_handoff(m, r.ff1, r.ff2).ok  # compared with the post's input
+    post = build_models()
+    p = run_split(post, TOKENS, LABEL)
+    assert check_handoff(post, p.ff1, p.ff2, tokens=tokens).ok  # a label alone is not enough
+    assert check_handoff(post, p.ff1, p.ff2, label=LABEL).ok
+
+
+def one_optimizer_run(lr=0.01, dims=(10, 6, 6, 3), embedding_dim=None, tokens=TOKENS):
+    m = build_models(dims=dims, embedding_dim=embedding_dim)
+    before = snapshot(m.named_parameters())
+    opt = make_one_optimizer(m, lr)
+    f1 = m.model1(tokens)
+    ff1 = cut(f1)
+    f2 = m.model2(ff1)
+    ff2 = cut(f2)
+    _, loss = m.model3(ff2, LABEL)
+    right_steps(opt, f1, ff1, f2, ff2, loss)
+    return m, before
+
+
+def test_one_optimizer_uses_the_lr_and_the_input_it_is_given():
+    m, before = one_optimizer_run(lr=0.1)
+    result = check_one_optimizer(m, before, lr=0.1)
+    assert result.success == (
+        "One Adam over all three models, stepped once at the end, gives exactly the post's "
+        "per-model result."
+    )
+    assert result.ok
+    assert check_one_optimizer(m, before).messages == [
+        "all three models changed, but model1, model2, model3 not by one Adam step (lr 0.01) "
+        "with the joint gradients: call zero_grad() once before the backward calls and step() "
+        "once after them"
+    ]
+    tokens = torch.tensor([[4, 4, 7, 1, 0]])
+    m, before = one_optimizer_run(tokens=tokens)
+    assert check_one_optimizer(m, before, tokens, LABEL).ok
+    assert not check_one_optimizer(m, before).ok
+    post, post_before = one_optimizer_run()
+    assert check_one_optimizer(post, post_before, tokens=tokens).ok  # the post's input, both
+
+
+def test_one_optimizer_works_for_models_of_other_widths():
+    m, before = one_optimizer_run(dims=(10, 6, 4, 3), embedding_dim=5)
+    assert check_one_optimizer(m, before).ok
+
+
+def test_one_optimizer_names_what_stopped_the_reference_step():
+    result = check_one_optimizer(build_models(), {"x": torch.zeros(1)})
+    assert result.messages == ["could not compare with the reference step: 'model1.embed.weight'"]
+
+
+def test_token_loss_target_messages_in_full():
+    out = out_tensor()
+    loss = nn.CrossEntropyLoss()(out.reshape(-1, 3), ONES.reshape(-1))
+    cases = [
+        ([1, 1, 1, 1, 1], "target is a list; make it a tensor"),
+        (
+            ONES.float(),
+            "target is a float tensor, so CrossEntropyLoss reads it as class probabilities; "
+            "indices must be integers: torch.tensor([[1] * 5]) (dtype long)",
+        ),
+        (
+            torch.tensor([1.0, 0.0, 0.0]).expand(1, 5, 3),
+            "as probabilities, every token's row should be [0, 1, 0]",
+        ),
+        (LABEL, "target has 3 elements; one class index per token makes 5"),
+    ]
+    for target, message in cases:
+        assert check_token_loss(out, target, loss).messages == [message]
+
+
+def test_token_loss_a_wrong_value_is_shown_rounded_and_the_right_one_praised():
+    out = out_tensor()
+    flat, target = out.reshape(-1, 3), ONES.reshape(-1)
+    right = nn.CrossEntropyLoss()(flat, target)
+    assert check_token_loss(out, ONES, right).success == (
+        "Right: each token's 3 scores against class 1, averaged."
+    )
+    advice = (
+        "but the mean cross-entropy of class 1 over the 5 tokens is different; use "
+        "nn.CrossEntropyLoss() with the classes in dim 1: out.permute(0, 2, 1), or "
+        "out.reshape(-1, 3) with target.reshape(-1)"
+    )
+    summed = nn.CrossEntropyLoss(reduction="sum")(flat, target)
+    for loss in (right + 0.5, summed + 0.5):  # near a known answer is not that answer
+        value = float(loss.detach())
+        shown = round(value, 4)
+        assert shown != value
+        assert check_token_loss(out, ONES, loss).messages == [f"loss is {shown}, {advice}"]
+    no_value = check_token_loss(out, ONES, torch.tensor(1 + 2j))
+    assert no_value.messages == [f"loss is None, {advice}"]
+
+
+def test_token_loss_checks_outputs_of_other_sizes():
+    four = nn.Linear(6, 4)(torch.ones(1, 5, 6))  # 4 classes: no post's call to compare with
+    target = torch.ones(1, 5, dtype=torch.long)
+    loss = nn.CrossEntropyLoss()(four.reshape(-1, 4), target.reshape(-1))
+    assert check_token_loss(four, target, loss).ok
+    two = nn.Linear(6, 3)(torch.arange(12.0).reshape(1, 2, 6))  # 2 tokens: the post's call runs
+    posts = nn.CrossEntropyLoss()(two, torch.tensor([[0, 1, 0]]))
+    result = check_token_loss(two, torch.ones(1, 2, dtype=torch.long), posts)
+    assert result.messages[0].startswith("this is the post's loss")
+    one = nn.Linear(6, 3)(torch.ones(1, 1, 6))  # 1 token: the post's call cannot run
+    one_target = torch.ones(1, 1, dtype=torch.long)
+    loss = nn.CrossEntropyLoss()(one.reshape(-1, 3), one_target.reshape(-1))
+    assert isinstance(check_token_loss(one, one_target, loss).messages, list)  # never raises

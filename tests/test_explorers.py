@@ -293,3 +293,31 @@ def test_the_figure_is_titled_with_the_setting_and_drawn_once():
     )
     post = optimizer_run("SGD", 0.5, set_to_none=True, arrangement=ARRANGEMENTS[0])
     assert "loss" not in post.figure().figure.texts[0].get_text()
+
+
+def test_a_step_line_is_one_that_ends_in_a_step_call_before_any_comment():
+    assert explorers._is_step("opts[2].step()")
+    assert explorers._is_step("opt.step()  # one for all three")
+    assert not explorers._is_step("opt.step() if ready else None")
+    assert not explorers._is_step("x = 1  # not opt.step()")
+    assert explorers._is_step("opt.step()  # a # b")  # the first # starts the comment
+
+
+def test_a_parameter_that_did_not_move_shows_zero():
+    assert explorers._format_delta(0.0) == "0"
+    assert explorers._format_delta(1.0) == "1" and explorers._format_delta(0.01234) == "0.012"
+
+
+def test_the_lab_starts_from_the_posts_setting_and_names_what_it_needs():
+    run = optimizer_run()
+    assert (run.optimizer, run.lr, run.set_to_none) == ("Adam", 0.01, True)
+    assert run.arrangement == ARRANGEMENTS[0] and run.loss == LOSSES[0]
+    assert "out, loss = models.model3(ff2, label)  # the post's loss" in run.code.splitlines()
+    assert "note" in run.moved_table().columns  # the biases' noise gets its note
+    with pytest.raises(ValueError, match=r"^the lab's program never built `models`$"):
+        explorers._run_lab_code("x = 1")
+    with pytest.raises(ValueError) as unknown:
+        optimizer_run(arrangement="two")
+    assert str(unknown.value) == (
+        "unknown arrangement 'two'; choose one of one per model, one for all three"
+    )

@@ -565,3 +565,64 @@ def test_the_answer_table_names_the_notebooks_a_question_draws_on():
         numbers = sorted(TOPICS[t].split("_")[0] for t in q.draws_on)
         assert notebooks == ", ".join(numbers) and len(numbers) >= 2
     assert answer_table(questions("leaf")[:1]).column("notebooks") == ["01"]
+
+
+def _error_of(action):
+    try:
+        action()
+    except Exception as err:  # the message this Python and torch give
+        return err
+    raise AssertionError("expected an error")
+
+
+def test_check_question_messages_in_full():
+    syntax = _error_of(lambda: compile("x = (", "<q>", "exec"))
+    attribute = _error_of(lambda: torch.ones(1).no_such_thing)
+    cases = {
+        "leaves": (
+            variant(topic="leaves"),
+            f"topic should be one of {', '.join(TOPICS)}; it is 'leaves'",
+        ),
+        "code": (variant(code=""), "code should be the short program, as a string"),
+        "answer": (variant(answer="True"), "answer should be 'yes' or 'no'; it is 'True'"),
+        "misconception": (
+            variant(misconception=" "),
+            "misconception should say, in a sentence, the wrong belief a wrong answer comes from",
+        ),
+        "program": (
+            variant(code="y = 1 / 0"),
+            "the program of 'Does y require grad?' raised ZeroDivisionError: division by zero: "
+            "with a probe, the program itself must run",
+        ),
+        "syntax": (
+            variant(code="x = (", probe=None),
+            f"the code or the probe is not valid Python: {syntax.msg}",
+        ),
+        "probe": (
+            variant(probe="y.no_such_thing"),
+            f"evaluating the probe raised AttributeError: {attribute}",
+        ),
+        "swapped": (
+            variant(answer="yes"),
+            "your answer is 'yes', but running it gives 'no' (`y.requires_grad` is False.); a "
+            "surprise worth a question, with the answer swapped",
+        ),
+    }
+    for name, (question, message) in cases.items():
+        assert check_question(question).messages == [message], name
+    assert check_question(3).messages == ["make a Question(...), not a int"]
+
+
+def test_check_question_accepts_a_prompt_ending_in_a_full_width_question_mark():
+    result = check_question(variant(prompt="y 需要梯度吗？"))
+    assert result.ok and result.success == "A good question: running it gives 'no'."
+
+
+def test_check_order_says_the_whole_order_when_right_and_asks_for_names_when_unfilled():
+    assert check_order(RIGHT_ORDER, build_exercise).success == (
+        "Right: AddBackward0 → SumBackward0 → ExpBackward0 → SumBackward0 → MulBackward0 → "
+        "AccumulateGrad → AccumulateGrad."
+    )
+    unfilled = ["replace the `...` with the names, e.g. ['AddBackward0', ...]"]
+    assert check_order(..., build_exercise).messages == unfilled
+    assert check_order([...], build_exercise).messages == unfilled
