@@ -68,10 +68,9 @@ def _follow(reports: dict[int, dict[str, Any]], rank: int) -> int:
 
 
 def _state(report: dict[str, Any]) -> str:
+    """How a rank at the end of a chain ended (never a crashed rank: that one is named first)."""
     if report["status"] == "error":
         return f"failed with {report['type']}: {report['message']}"
-    if report["status"] == "crashed":
-        return f"exited with code {report['exitcode']}"
     if report["doing"] == "computing":
         return "was computing, not waiting for any rank: stuck or too slow"
     return f"was {report['doing']}"

@@ -22,9 +22,10 @@ def test_every_measured_module_has_existing_fast_tests():
             assert "run_all" not in test and "browser" not in test, "notebook runs are not fast"
 
 
-def test_the_score_counts_every_mutant_that_was_not_killed_as_a_survivor():
+def test_the_score_counts_killed_and_hung_mutants_as_caught_and_the_rest_as_survivors():
     result = mutate.ModuleResult(
         "helpers/state.py",
         {"a": "killed", "b": "survived", "c": "timeout", "d": "no tests", "e": "killed"},
     )
-    assert result.killed == 2 and result.survivors == ["b", "c", "d"] and result.score == 0.4
+    assert result.killed == 3 and result.timed_out == 1
+    assert result.survivors == ["b", "d"] and result.score == 0.6
