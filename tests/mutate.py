@@ -211,7 +211,26 @@ def write_table(results: list[ModuleResult]) -> str:
                 diff = survivor_diff(r.module, name).replace("|", "\\|")
                 lines.append(f"  - `{name}` ({r.statuses[name]}): `{diff}`")
         lines.append("")
+    stale = stale_reasons(results, why)
+    if stale:
+        lines += [
+            "## Reasons with no survivor",
+            "",
+            "These mutants are caught now (or no longer exist): delete their lines from "
+            "tests/mutation_survivors.toml.",
+            "",
+        ]
+        lines += [f"- `{name}`" for name in stale]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def stale_reasons(results: list[ModuleResult], why: dict[str, dict[str, str]]) -> list[str]:
+    """Explained mutants of the modules in `results` that did not survive this run."""
+    stale = []
+    for r in results:
+        survivors = set(r.survivors)
+        stale += sorted(name for name in why.get(r.module, {}) if name not in survivors)
+    return stale
 
 
 def main(argv: list[str] | None = None) -> int:

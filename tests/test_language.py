@@ -1,5 +1,6 @@
 """helpers.language: learner-facing text read from data files, in the learner's language."""
 
+import json
 import shutil
 
 import pytest
@@ -259,9 +260,13 @@ def test_the_command_line_prints_hash_skeleton_and_status(text_root, capsys, mon
     assert capsys.readouterr().out.strip() == english_hash(
         translated_table("01_leaf_nodes", "quiz.leaf-1")
     )
-    write_zh(text_root, "common", '[checks]\nen = "x"\ncorrect = "对"\n')
+    checks = translated_table("common", "checks")
+    done = "".join(f"{key} = {json.dumps(text)}\n" for key, text in checks.items())
+    write_zh(text_root, "common", f'[checks]\nen = "{english_hash(checks)}"\n{done}')
     assert language.main(["skeleton", "zh", "common"]) == 0
-    assert capsys.readouterr().out == language.skeleton("zh", "common") + "\n"
+    out = capsys.readouterr().out
+    assert out == language.skeleton("zh", "common") + "\n"
+    assert "[checks]" not in out and "[quiz]" in out  # the translated table is not asked for
     shutil.rmtree(text_root / "zh")
     language._file.cache_clear()
     assert language.main(["status", "zh"]) == 0  # nothing translated: nothing wrong

@@ -29,3 +29,12 @@ def test_the_score_counts_killed_and_hung_mutants_as_caught_and_the_rest_as_surv
     )
     assert result.killed == 3 and result.timed_out == 1
     assert result.survivors == ["b", "d"] and result.score == 0.6
+
+
+def test_a_reason_for_a_mutant_that_no_longer_survives_is_reported_as_stale():
+    results = [mutate.ModuleResult("helpers/state.py", {"a": "killed", "b": "survived"})]
+    why = {
+        "helpers/state.py": {"a": "was equivalent", "b": "is equivalent", "gone": "renumbered"},
+        "helpers/graph.py": {"x": "not run this time"},
+    }
+    assert mutate.stale_reasons(results, why) == ["a", "gone"]
