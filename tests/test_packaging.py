@@ -126,3 +126,11 @@ def test_the_import_scan_sees_imports_inside_functions(tmp_path):
     source = tmp_path / "m.py"
     source.write_text("import os\ndef f():\n    from PIL import Image\n    import torch.nn\n")
     assert third_party_imports(source) == {"PIL", "torch"}
+
+
+def test_the_readme_layout_names_every_helpers_module():
+    readme = (ROOT / "README.md").read_text()
+    row = next(line for line in readme.splitlines() if line.startswith("| `helpers/` |"))
+    modules = [p.stem for p in (ROOT / "helpers").glob("*.py") if p.stem != "__init__"]
+    missing = sorted(m for m in modules if f"`{m}`" not in row)
+    assert not missing, f"README's layout table does not describe helpers modules: {missing}"
