@@ -3,6 +3,7 @@
     python -m tests.mutate                      every module below, then MUTATION.md
     python -m tests.mutate helpers/state.py     one module (writes no table)
     python -m tests.mutate --survivors helpers/state.py   one module, each survivor's diff
+    python -m tests.mutate --table              MUTATION.md again from the last run (new reasons)
 
 Each module is mutated with only its own fast unit tests (never the notebooks: a mutant the
 8-minute nbval run would catch still counts as a survivor here). Every module runs in its own
@@ -134,12 +135,24 @@ def mutate(module: str) -> ModuleResult:
     if module not in MODULES:
         raise SystemExit(f"{module} is not in tests/mutate.py's MODULES: {', '.join(MODULES)}")
     scratch = scratch_for(module)
-    mutmut = [sys.executable, "-m", "mutmut"]
-    run = subprocess.run([*mutmut, "run"], cwd=scratch, capture_output=True, text=True)
+    run = subprocess.run(
+        [sys.executable, "-m", "mutmut", "run"], cwd=scratch, capture_output=True, text=True
+    )
     if run.returncode not in (0, 1):
         raise SystemExit(f"mutmut failed on {module}:\n{run.stdout[-2000:]}\n{run.stderr[-2000:]}")
+    return last_result(module)
+
+
+def last_result(module: str) -> ModuleResult:
+    """Every mutant's status from `module`'s last run (kept in its scratch copy)."""
+    scratch = scratch_path(module)
+    if not (scratch / "mutants").is_dir():
+        raise SystemExit(f"{module} has no mutation run to read: run `make mutate` first")
     listing = subprocess.run(
-        [*mutmut, "results", "--all", "true"], cwd=scratch, capture_output=True, text=True
+        [sys.executable, "-m", "mutmut", "results", "--all", "true"],
+        cwd=scratch,
+        capture_output=True,
+        text=True,
     )
     result = ModuleResult(module)
     for line in listing.stdout.splitlines():
@@ -238,11 +251,18 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("modules", nargs="*", help="helpers/... files (default: all)")
     parser.add_argument("--survivors", action="store_true", help="print each survivor's diff")
+    parser.add_argument(
+        "--table",
+        action="store_true",
+        help="rewrite MUTATION.md from the last run's results (after editing the reasons)",
+    )
     args = parser.parse_args(argv)
     modules = args.modules or list(MODULES)
+    if args.table and args.modules:
+        parser.error("--table rewrites the whole table: give no modules")
     results = []
     for module in modules:
-        result = mutate(module)
+        result = last_result(module) if args.table else mutate(module)
         results.append(result)
         print(f"{module}: {result.killed}/{len(result.statuses)} caught ({result.score:.0%})")
         if args.survivors:
