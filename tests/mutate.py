@@ -36,6 +36,7 @@ GOAL = 0.85
 #: Statuses that count as caught: a failing test, or a test that hangs (the mutant makes the code
 #: loop forever, and mutmut stops it after its time limit).
 CAUGHT = {"killed", "timeout"}
+MUTMUT = [sys.executable, "-m", "mutmut"]
 
 #: The modules that compute, each with the unit tests that must catch its mutants.
 MODULES: dict[str, list[str]] = {
@@ -87,7 +88,7 @@ class ModuleResult:
     statuses: dict[str, str] = field(default_factory=dict)  # mutant name -> status
 
     @property
-    def killed(self) -> int:
+    def caught(self) -> int:
         return sum(s in CAUGHT for s in self.statuses.values())
 
     @property
@@ -100,7 +101,7 @@ class ModuleResult:
 
     @property
     def score(self) -> float:
-        return self.killed / len(self.statuses) if self.statuses else 0.0
+        return self.caught / len(self.statuses) if self.statuses else 0.0
 
 
 def scratch_path(module: str) -> Path:
@@ -135,9 +136,7 @@ def mutate(module: str) -> ModuleResult:
     if module not in MODULES:
         raise SystemExit(f"{module} is not in tests/mutate.py's MODULES: {', '.join(MODULES)}")
     scratch = scratch_for(module)
-    run = subprocess.run(
-        [sys.executable, "-m", "mutmut", "run"], cwd=scratch, capture_output=True, text=True
-    )
+    run = subprocess.run([*MUTMUT, "run"], cwd=scratch, capture_output=True, text=True)
     if run.returncode not in (0, 1):
         raise SystemExit(f"mutmut failed on {module}:\n{run.stdout[-2000:]}\n{run.stderr[-2000:]}")
     return last_result(module)
@@ -149,10 +148,7 @@ def last_result(module: str) -> ModuleResult:
     if not (scratch / "mutants").is_dir():
         raise SystemExit(f"{module} has no mutation run to read: run `make mutate` first")
     listing = subprocess.run(
-        [sys.executable, "-m", "mutmut", "results", "--all", "true"],
-        cwd=scratch,
-        capture_output=True,
-        text=True,
+        [*MUTMUT, "results", "--all", "true"], cwd=scratch, capture_output=True, text=True
     )
     result = ModuleResult(module)
     for line in listing.stdout.splitlines():
@@ -167,7 +163,7 @@ def last_result(module: str) -> ModuleResult:
 def survivor_diff(module: str, name: str) -> str:
     """The changed line of one mutant (from the module's scratch copy)."""
     shown = subprocess.run(
-        [sys.executable, "-m", "mutmut", "show", name],
+        [*MUTMUT, "show", name],
         cwd=scratch_path(module),
         capture_output=True,
         text=True,
@@ -204,7 +200,7 @@ def write_table(results: list[ModuleResult]) -> str:
         tests = ", ".join(Path(t).name for t in MODULES[r.module])
         met = "yes" if r.score >= GOAL else "**no**"
         lines.append(
-            f"| `{r.module}` | {tests} | {len(r.statuses)} | {r.killed} | {r.timed_out} "
+            f"| `{r.module}` | {tests} | {len(r.statuses)} | {r.caught} | {r.timed_out} "
             f"| {r.score:.0%} | {met} |"
         )
     lines += ["", "Left out, with the reason:", ""]
@@ -264,7 +260,7 @@ def main(argv: list[str] | None = None) -> int:
     for module in modules:
         result = last_result(module) if args.table else mutate(module)
         results.append(result)
-        print(f"{module}: {result.killed}/{len(result.statuses)} caught ({result.score:.0%})")
+        print(f"{module}: {result.caught}/{len(result.statuses)} caught ({result.score:.0%})")
         if args.survivors:
             for name in result.survivors:
                 print(f"  {name} ({result.statuses[name]}): {survivor_diff(module, name)}")

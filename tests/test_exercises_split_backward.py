@@ -26,8 +26,8 @@ from tests.torch_threads import one_thread  # noqa: F401 (autouse fixture)
 TOKENS, LABEL = post_tensors()
 
 
-def forward(models, cut_fn=cut):
-    f1 = models.model1(TOKENS)
+def forward(models, cut_fn=cut, tokens=TOKENS):
+    f1 = models.model1(tokens)
     ff1 = cut_fn(f1)
     f2 = models.model2(ff1)
     ff2 = cut_fn(f2)
@@ -398,13 +398,7 @@ def test_handoff_uses_the_input_it_is_given_and_the_posts_unless_both_are():
 def one_optimizer_run(lr=0.01, dims=(10, 6, 6, 3), embedding_dim=None, tokens=TOKENS):
     m = build_models(dims=dims, embedding_dim=embedding_dim)
     before = snapshot(m.named_parameters())
-    opt = make_one_optimizer(m, lr)
-    f1 = m.model1(tokens)
-    ff1 = cut(f1)
-    f2 = m.model2(ff1)
-    ff2 = cut(f2)
-    _, loss = m.model3(ff2, LABEL)
-    right_steps(opt, f1, ff1, f2, ff2, loss)
+    right_steps(make_one_optimizer(m, lr), *forward(m, tokens=tokens))
     return m, before
 
 

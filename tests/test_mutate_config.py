@@ -27,7 +27,7 @@ def test_the_score_counts_killed_and_hung_mutants_as_caught_and_the_rest_as_surv
         "helpers/state.py",
         {"a": "killed", "b": "survived", "c": "timeout", "d": "no tests", "e": "killed"},
     )
-    assert result.killed == 3 and result.timed_out == 1
+    assert result.caught == 3 and result.timed_out == 1
     assert result.survivors == ["b", "d"] and result.score == 0.6
 
 

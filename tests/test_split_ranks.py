@@ -191,8 +191,7 @@ def test_what_crosses_the_wire_is_values_only(network):
 def test_every_wait_is_bounded_by_the_wires_timeout(network):
     wire = network.wire(0, timeout=2.5)
     wire.send(torch.ones(2), 1, "activation f1")
-    network.local.wire = sr.Wire(1, timeout=0.75)
-    network.local.wire.recv((2,), 0, "activation f1")
+    network.wire(1, timeout=0.75).recv((2,), 0, "activation f1")
     assert network.timeouts == [timedelta(seconds=2.5), timedelta(seconds=0.75)]
     assert sr.Wire(0).timeout == 30.0  # the default: long enough for a slow first step
 
