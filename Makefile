@@ -13,9 +13,8 @@ ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 # index gives a 0.2 GB wheel: make install TORCH_INDEX=https://download.pytorch.org/whl/cpu
 TORCH_INDEX ?=
 TORCH_FROM := $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX),)
-NBVAL := --nbval --nbval-current-env --nbval-sanitize-with tests/nbval_sanitize.cfg
 
-.PHONY: install lab test lint unit notebooks execute zh bench compat mutate lock clean browser-deps
+.PHONY: install lab test check lint unit notebooks execute zh bench compat mutate lock clean browser-deps
 
 # Create/refresh .venv from the pins; a no-op when pyproject.toml and constraints.txt are unchanged.
 install: $(STAMP)
@@ -32,30 +31,33 @@ $(STAMP): pyproject.toml constraints.txt
 lab: install
 	$(BIN)/jupyter lab --ip=127.0.0.1 --port=$(PORT) --ServerApp.root_dir=notebooks $(ROOT_FLAG) $(LAB_ARGS)
 
-# Everything: lint, unit tests, strict nbval of the committed outputs, and a Run-All pass.
-test: install lint unit notebooks
+# Everything: lint, unit tests, the notebook runs, the browser, strict nbval of the committed
+# outputs (three CPU kernel sets, and the Chinese twins), side by side on the machine's cores, each
+# step timed (tests/steps.py; the README's "What `make test` checks" says what each step proves).
+test: install browser-deps
+	$(BIN)/python -m tests.steps test
 	@echo "make test: all checks passed"
+
+# The fast loop for changing the helpers: lint and every unit test that runs no notebook.
+check: $(STAMP)
+	$(BIN)/python -m tests.steps check
 
 # The browser tests also need chromium (installed here when missing; without it they are skipped
 # with a note, or fail under CI=true).
-unit: browser-deps
 browser-deps:
 	@.ci/system-packages --browser
 
 lint: $(STAMP)
 	$(BIN)/ruff check helpers tests notebooks site conftest.py
 
-unit: $(STAMP)
+unit: $(STAMP) browser-deps
 	$(BIN)/python -m pytest tests -q
 
 # Strict nbval, then again with torch's CPU kernels forced to other instruction sets: outputs that
 # a learner's CPU could print differently (AVX-512 here, AVX2 or plain elsewhere) fail here first.
 # The Chinese edition runs the same code (tests/test_editions.py proves it), so once is enough.
 notebooks: $(STAMP)
-	$(BIN)/python -m pytest $(NBVAL) -q $(NB)
-	ATEN_CPU_CAPABILITY=avx2 $(BIN)/python -m pytest $(NBVAL) -q $(NB)
-	ATEN_CPU_CAPABILITY=default $(BIN)/python -m pytest $(NBVAL) -q $(NB)
-	$(BIN)/python -m pytest $(NBVAL) -q $(ZH_NB)
+	$(BIN)/python -m tests.steps test --only nbval-en,nbval-en-avx2,nbval-en-default,nbval-zh
 
 # Re-run notebooks in place from a fresh kernel, so committed outputs are what the pins produce.
 execute: $(STAMP)

@@ -23,7 +23,14 @@ from dataclasses import dataclass
 from helpers.display import Figure, Table
 from helpers.graph import AutogradGraph, dot_available
 
-__all__ = ["compact_png", "figure_html", "graph_html", "snapshot_svg", "table_html"]
+__all__ = [
+    "compact_png",
+    "figure_html",
+    "graph_html",
+    "snapshot_svg",
+    "table_html",
+    "widget_png",
+]
 
 
 def _img(mime: str, payload: bytes, alt: str) -> str:
@@ -58,15 +65,53 @@ def compact_png(png: bytes, colors: int = 64) -> bytes:
     """The PNG with at most `colors` colours (no dithering): heatmaps stay exact, bytes shrink."""
     from PIL import Image
 
-    image = Image.open(io.BytesIO(png)).convert("RGB")
+    return _palette_png(Image.open(io.BytesIO(png)).convert("RGB"), colors)
+
+
+def _palette_png(image, colors: int = 64) -> bytes:
+    """A PIL RGB image as a PNG of at most `colors` colours.
+
+    Fast octree quantization takes a few milliseconds where median cut takes tens: a widget
+    redraws on every change of a control, so the fast one it is.
+    """
+    from PIL import Image
+
+    small = image.quantize(
+        colors=colors, method=Image.Quantize.FASTOCTREE, dither=Image.Dither.NONE
+    )
     out = io.BytesIO()
-    image.quantize(colors=colors, dither=Image.Dither.NONE).save(out, format="PNG", optimize=True)
+    small.save(out, format="PNG")
     return out.getvalue()
+
+
+def widget_png(figure: Figure) -> bytes:
+    """The figure as a palette PNG for a widget pane or a snapshot, drawn once per figure.
+
+    A figure with fixed margins (`tight=False`) is drawn straight onto an Agg canvas, which skips
+    what `savefig` adds around the drawing (a new renderer, a second pass for a tight crop); the
+    picture is the same figure at the same DPI. A tight figure goes through `Figure.png()`.
+    """
+    cached = figure.__dict__.get("_widget_png")
+    if cached is not None:
+        return cached
+    if figure.tight:
+        cached = compact_png(figure.png())
+    else:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from PIL import Image
+
+        figure.figure.set_dpi(figure.dpi)
+        canvas = FigureCanvasAgg(figure.figure)
+        canvas.draw()
+        rgba = Image.frombuffer("RGBA", canvas.get_width_height(), canvas.buffer_rgba())
+        cached = _palette_png(rgba.convert("RGB"))
+    figure.__dict__["_widget_png"] = cached
+    return cached
 
 
 def figure_html(figure: Figure) -> str:
     """A helpers.display.Figure as an <img> of its PNG (palette-compressed)."""
-    return _img("image/png", compact_png(figure.png()), figure.description)
+    return _img("image/png", widget_png(figure), figure.description)
 
 
 # A static snapshot is one SVG picture: pictures and text blocks stacked top to bottom. It is what
@@ -144,7 +189,7 @@ def snapshot_svg(*parts: object, title: str | None = None) -> str:
             else:
                 made.append(_text_part(part.text()))
         elif isinstance(part, Figure):
-            made.append(_png_part(compact_png(part.png())))
+            made.append(_png_part(widget_png(part)))
         elif isinstance(part, bytes):
             made.append(_png_part(part))
         elif isinstance(part, str) and part.lstrip().startswith(("<?xml", "<svg")):

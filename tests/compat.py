@@ -75,7 +75,6 @@ NOT_UNIT = {
     "test_nbval_sanitizers.py": "reads the committed outputs",
     "test_notebook_hygiene.py": "reads the committed notebooks",
     "test_packaging.py": "checks the exact pins",
-    "test_run_all.py": "runs every notebook again",
 }
 UNIT_TESTS = sorted(
     f"tests/{p.name}" for p in (ROOT / "tests").glob("test_*.py") if p.name not in NOT_UNIT

@@ -18,6 +18,8 @@ from tests import compat
 from tests.compat import PIN
 from tests.notebook_files import NOTEBOOKS
 
+pytestmark = pytest.mark.notebooks
+
 ROOT = Path(__file__).resolve().parent.parent
 # What Colab ships that matters here besides its torch (tests/compat.py, from
 # googlecolab/backend-info). Colab's torch is 2.11: `make compat` emulates Colab with it; here,
@@ -25,12 +27,18 @@ ROOT = Path(__file__).resolve().parent.parent
 COLAB_PACKAGES = [f"torch=={PIN}", *compat.COLAB_PACKAGES]
 #: One Chinese twin, run the same way: Colab opens it from its badge.
 CHINESE_TWIN = ROOT / "notebooks" / "zh" / "03_detach_and_clone.ipynb"
+#: Where the Colab-like environment is kept between runs and clones (XDG's cache folder).
+CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "autograd-notebooks"
 
 
 def colab_like_venv() -> Path:
-    """A cached virtual environment with COLAB_PACKAGES (rebuilt when the list changes)."""
-    key = hashlib.sha256(" ".join(COLAB_PACKAGES).encode()).hexdigest()[:10]
-    home = ROOT / ".artifacts" / f"colab-venv-{key}"
+    """A cached virtual environment with COLAB_PACKAGES (rebuilt when the list changes).
+
+    It lives outside the checkout (CACHE), so a fresh clone reuses it: the packages never change
+    between runs, and each run uninstalls the course's own packages before the notebooks start.
+    """
+    key = hashlib.sha256(" ".join([sys.version, *COLAB_PACKAGES]).encode()).hexdigest()[:10]
+    home = CACHE / f"colab-venv-{key}"
     python = home / "bin" / "python"
     if not (home / ".ready").exists():
         venv.create(home, with_pip=True, clear=True)

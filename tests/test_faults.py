@@ -14,6 +14,8 @@ from helpers.graph import missing_dot_message
 from tests.ci import skip_or_fail
 from tests.notebook_files import NOTEBOOKS
 
+pytestmark = pytest.mark.notebooks
+
 ROOT = Path(__file__).resolve().parent.parent
 RUNNER = ROOT / "tests" / "run_notebooks.py"
 VENV_BIN = str(Path(sys.executable).parent)

@@ -19,6 +19,8 @@ import pytest
 from tests.ci import skip_or_fail
 from tests.notebook_files import IDS
 
+pytestmark = pytest.mark.browser
+
 #: The Chinese edition's twins, opened from JupyterLab's root (notebooks/) like the English ones.
 ZH_IDS = [f"zh/{name}" for name in IDS]
 
@@ -361,8 +363,12 @@ TIMINGS: dict[str, dict[str, float]] = {}
 @pytest.fixture(scope="module", autouse=True)
 def write_timings(screenshots):
     yield
+    if not TIMINGS:
+        return
     lines = [f"{name}: {phases}" for name, phases in TIMINGS.items()]
-    (screenshots / "timings.txt").write_text("\n".join(lines) + "\n")
+    # `make test` runs the editions in two processes side by side: a file for each.
+    edition = "zh" if all(name.startswith("zh/") for name in TIMINGS) else "en"
+    (screenshots / f"timings-{edition}.txt").write_text("\n".join(lines) + "\n")
 
 
 @pytest.mark.parametrize("name", IDS)

@@ -7,6 +7,8 @@ import pytest
 
 from tests.browser import conftest
 
+pytestmark = pytest.mark.browser
+
 
 @pytest.fixture
 def no_chromium(tmp_path, monkeypatch):

@@ -31,6 +31,8 @@ import pytest
 
 from helpers.course import EDITIONS, HIDE_TAG, NOTEBOOKS, binder_url, colab_url, course_notebooks
 
+pytestmark = pytest.mark.browser
+
 sync_api = pytest.importorskip(
     "playwright.sync_api", reason="the browser tests need Playwright: pip install -e '.[dev]'"
 )

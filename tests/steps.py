@@ -1,0 +1,204 @@
+"""`make test` and `make check`: their steps, run side by side on the machine's cores, each timed.
+
+    python -m tests.steps test     every check (what `make test` runs after installing)
+    python -m tests.steps check    the fast loop: lint and the unit tests that run no notebook
+    python -m tests.steps test --only nbval-en,browser   some steps of `test`, by name
+
+Each step is one command. Steps are independent (none reads what another writes), so they run
+in parallel, as many at once as the machine has cores (at least 2; `--jobs N` to choose), longest
+first. Each step's output goes to `.artifacts/steps/NAME.log` and is printed whole, in the order
+the steps finish, so pytest's closing lines appear as usual. At the end a table gives each step's
+result and time, and the exit code is 1 when any step failed.
+
+Why parallel is safe here: each notebook runs in a kernel of its own; the browser test serves a
+temporary copy of the notebooks; every distributed run picks a free port; and no step writes
+into `notebooks/` (the offline pass asserts it for every notebook).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+LOGS = ROOT / ".artifacts" / "steps"
+PYTHON = sys.executable
+NBVAL = [
+    "-m", "pytest", "--nbval", "--nbval-current-env",
+    "--nbval-sanitize-with", "tests/nbval_sanitize.cfg", "-q",
+]  # fmt: skip
+
+
+#: What ruff checks (the Makefile's `lint` names the same).
+LINTED = ["helpers", "tests", "notebooks", "site", "conftest.py"]
+
+
+@dataclass(frozen=True)
+class Step:
+    """One command of `make test`: its name, what it proves, the command and its environment."""
+
+    name: str
+    proves: str
+    command: list[str]
+    env: dict[str, str] = field(default_factory=dict)
+    #: Seconds it took on 2 cores (order only: the longest start first, so none is left alone last).
+    expected: float = 10.0
+
+
+def _notebooks(folder: str = "notebooks") -> list[str]:
+    from helpers.course import course_notebooks
+
+    return [str(p.relative_to(ROOT)) for p in course_notebooks(ROOT / folder)]
+
+
+def test_steps() -> list[Step]:
+    """Every step of `make test`, in the order the README's table lists them."""
+    pytest = [PYTHON, "-m", "pytest", "-q"]
+    return [
+        Step(
+            "lint", "one lint configuration", [PYTHON, "-m", "ruff", "check", *LINTED], expected=2
+        ),
+        Step(
+            "unit",
+            "the helpers' behaviour (tests that run no notebook)",
+            [*pytest, "tests", "-m", "not notebooks and not browser"],
+            expected=90,
+        ),
+        Step(
+            "notebook runs",
+            "Run All offline, without dot, shuffled; Colab emulated",
+            [*pytest, "tests", "-m", "notebooks and not browser"],
+            expected=120,
+        ),
+        Step(
+            "browser-en",
+            "JupyterLab runs every notebook in Chromium; the website, both editions",
+            [*pytest, "tests", "-m", "browser", "-k", "not chinese_notebook"],
+            expected=160,
+        ),
+        Step(
+            "browser-zh",
+            "JupyterLab runs every Chinese twin in Chromium",
+            [*pytest, "tests/browser/test_browser.py", "-k", "chinese_notebook"],
+            expected=130,
+        ),
+        Step("nbval-en", "committed outputs, as is", [PYTHON, *NBVAL, *_notebooks()], expected=40),
+        Step(
+            "nbval-en-avx2",
+            "committed outputs on AVX2 kernels",
+            [PYTHON, *NBVAL, *_notebooks()],
+            env={"ATEN_CPU_CAPABILITY": "avx2"},
+            expected=40,
+        ),
+        Step(
+            "nbval-en-default",
+            "committed outputs on plain kernels",
+            [PYTHON, *NBVAL, *_notebooks()],
+            env={"ATEN_CPU_CAPABILITY": "default"},
+            expected=40,
+        ),
+        Step(
+            "nbval-zh",
+            "the Chinese twins' committed outputs",
+            [PYTHON, *NBVAL, *_notebooks("notebooks/zh")],
+            expected=40,
+        ),
+    ]
+
+
+def check_steps() -> list[Step]:
+    """The fast loop: lint, and every unit test that executes no notebook and opens no browser."""
+    return [s for s in test_steps() if s.name in {"lint", "unit"}]
+
+
+@dataclass
+class Outcome:
+    """What one step did."""
+
+    step: Step
+    returncode: int
+    seconds: float
+    log: Path
+
+
+def run_step(step: Step) -> Outcome:
+    """Run one step with its output in its log file."""
+    LOGS.mkdir(parents=True, exist_ok=True)
+    log = LOGS / (step.name.replace(" ", "-") + ".log")
+    start = time.monotonic()
+    with log.open("w") as out:
+        done = subprocess.run(
+            step.command,
+            cwd=ROOT,
+            env={**os.environ, **step.env},
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
+    return Outcome(step, done.returncode, time.monotonic() - start, log)
+
+
+def summary(outcomes: list[Outcome], wall: float, jobs: int) -> str:
+    """The table printed at the end: each step's result and time, then the whole."""
+    width = max(len(o.step.name) for o in outcomes)
+    lines = [f"{'step':<{width}}  result  seconds  what it proves"]
+    for o in sorted(outcomes, key=lambda o: [s.name for s in ALL].index(o.step.name)):
+        result = "ok" if o.returncode == 0 else "FAILED"
+        lines.append(f"{o.step.name:<{width}}  {result:<6}  {o.seconds:7.1f}  {o.step.proves}")
+    busy = sum(o.seconds for o in outcomes)
+    lines.append(
+        f"{'all':<{width}}  {'ok' if all(o.returncode == 0 for o in outcomes) else 'FAILED':<6}"
+        f"  {wall:7.1f}  wall clock, {jobs} at a time ({busy:.0f} s of steps)"
+    )
+    return "\n".join(lines)
+
+
+ALL = test_steps()
+
+
+def run(steps: list[Step], jobs: int) -> int:
+    """Run `steps`, `jobs` at a time, longest first; print each log as it ends, then the table."""
+    start = time.monotonic()
+    outcomes = []
+    order = sorted(steps, key=lambda s: -s.expected)
+    print(f"running {len(steps)} steps, {jobs} at a time: {', '.join(s.name for s in order)}")
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        futures = [pool.submit(run_step, s) for s in order]
+        for future in as_completed(futures):
+            outcome = future.result()
+            outcomes.append(outcome)
+            result = "ok" if outcome.returncode == 0 else f"FAILED (exit {outcome.returncode})"
+            print(f"\n===== {outcome.step.name}: {result} in {outcome.seconds:.1f} s =====")
+            print(" ".join(outcome.step.command))
+            print(outcome.log.read_text(errors="replace").rstrip(), flush=True)
+    print("\n" + summary(outcomes, time.monotonic() - start, jobs))
+    return 0 if all(o.returncode == 0 for o in outcomes) else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("which", choices=["test", "check"])
+    parser.add_argument("--only", help="comma-separated step names")
+    parser.add_argument("--jobs", type=int, default=max(2, os.cpu_count() or 2))
+    args = parser.parse_args(argv)
+    steps = test_steps() if args.which == "test" else check_steps()
+    if args.only:
+        wanted = [name.strip() for name in args.only.split(",")]
+        unknown = [n for n in wanted if n not in {s.name for s in steps}]
+        if unknown:
+            names = ", ".join(s.name for s in steps)
+            parser.error(f"no step named {', '.join(unknown)}; the steps are: {names}")
+        steps = [s for s in steps if s.name in wanted]
+    return run(steps, args.jobs)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

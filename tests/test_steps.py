@@ -1,0 +1,119 @@
+"""`make test`'s step runner (tests/steps.py): every test in exactly one step, failures seen,
+the times printed."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests import steps
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def collect_all(tmp_path: Path) -> list[dict]:
+    """Every test under tests/ with its markers (one collection, tests/collect_markers.py)."""
+    out = tmp_path / "collected.jsonl"
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "tests.collect_markers",
+         "tests"],
+        capture_output=True, text=True, cwd=ROOT, timeout=300, check=False,
+        env={**os.environ, "COLLECT_MARKERS_OUT": str(out)},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    return [json.loads(line) for line in out.read_text().splitlines()]
+
+
+def selects(args: list[str], test: dict) -> bool:
+    """Whether `pytest -q ARGS` selects `test`: its paths, -m on markers, -k on the test's id
+    (the expressions used in tests/steps.py are Python's and/or/not of plain names)."""
+    paths = [a for a in args if not a.startswith("-") and a.startswith("tests")]
+    options = dict(itertools.pairwise(args))
+    if not any(test["id"].startswith(p) for p in paths):
+        return False
+    if "-m" in options:
+        names = set(re.findall(r"[a-z_]+", options["-m"])) - {"and", "or", "not"}
+        if not eval(options["-m"], {}, {n: n in test["markers"] for n in names}):
+            return False
+    if "-k" in options:
+        names = set(re.findall(r"[a-z_]+", options["-k"])) - {"and", "or", "not"}
+        if not eval(options["-k"], {}, {n: n in test["id"] for n in names}):
+            return False
+    return True
+
+
+def test_every_test_runs_in_exactly_one_step(tmp_path):
+    everything = collect_all(tmp_path)
+    assert len(everything) > 1000
+    pytest_steps = [
+        s
+        for s in steps.test_steps()
+        if s.command[1:3] == ["-m", "pytest"] and "--nbval" not in s.command
+    ]
+    for test in everything:
+        chosen = [s.name for s in pytest_steps if selects(s.command[4:], test)]
+        assert len(chosen) == 1, f"{test['id']} runs in {chosen or 'no step'}"
+    names = {s.name for s in pytest_steps}
+    assert names == {"unit", "notebook runs", "browser-en", "browser-zh"}
+
+
+def test_the_selection_follows_markers_and_names():
+    unit = ["tests", "-m", "not notebooks and not browser"]
+    assert selects(unit, {"id": "tests/test_split.py::test_a", "markers": []})
+    assert not selects(unit, {"id": "tests/test_faults.py::test_b", "markers": ["notebooks"]})
+    zh = ["tests/browser/test_browser.py", "-k", "chinese_notebook"]
+    assert selects(zh, {"id": "tests/browser/test_browser.py::test_chinese_notebook_runs[x]",
+                        "markers": ["browser"]})  # fmt: skip
+    assert not selects(zh, {"id": "tests/browser/test_site.py::test_chinese_notebook",
+                            "markers": ["browser"]})  # fmt: skip
+
+
+def test_the_nbval_steps_cover_both_editions_and_three_kernel_sets():
+    nbval = [s for s in steps.test_steps() if "--nbval" in s.command]
+    english = [p for p in nbval[0].command if p.endswith(".ipynb")]
+    assert len(english) == len(list((ROOT / "notebooks").glob("[0-9]*.ipynb")))
+    assert {s.env.get("ATEN_CPU_CAPABILITY") for s in nbval} == {None, "avx2", "default"}
+    assert any(all("/zh/" in p for p in s.command if p.endswith(".ipynb")) for s in nbval)
+
+
+def test_check_is_lint_and_the_unit_tests_only():
+    assert [s.name for s in steps.check_steps()] == ["lint", "unit"]
+    unit = next(s for s in steps.check_steps() if s.name == "unit")
+    assert unit.command[-1] == "not notebooks and not browser"
+
+
+def fake(name: str, code: str) -> steps.Step:
+    return steps.Step(name, f"proves {name}", [sys.executable, "-c", code], expected=1)
+
+
+def test_a_failing_step_fails_the_run_and_every_log_is_printed(capsys, tmp_path, monkeypatch):
+    monkeypatch.setattr(steps, "LOGS", tmp_path)
+    monkeypatch.setattr(steps, "ALL", [fake("good", "print('fine')"), fake("bad", "x")])
+    assert steps.run(steps.ALL, jobs=2) == 1
+    out = capsys.readouterr().out
+    assert "===== good: ok in" in out and "===== bad: FAILED (exit 1) in" in out
+    assert "fine" in out and "NameError" in out
+    table = out[out.index("step  result"):].splitlines()
+    assert table[1].startswith("good  ok") and table[2].startswith("bad   FAILED")
+    assert table[3].startswith("all   FAILED") and "wall clock, 2 at a time" in table[3]
+
+
+def test_a_passing_run_exits_zero(capsys, tmp_path, monkeypatch):
+    monkeypatch.setattr(steps, "LOGS", tmp_path)
+    monkeypatch.setattr(steps, "ALL", [fake("one", "pass"), fake("two", "pass")])
+    assert steps.run(steps.ALL, jobs=1) == 0
+    assert capsys.readouterr().out.splitlines()[-1].startswith("all  ok")
+
+
+def test_only_names_unknown_steps_and_lists_the_real_ones(capsys):
+    with pytest.raises(SystemExit):
+        steps.main(["test", "--only", "nbval-fr"])
+    err = capsys.readouterr().err
+    assert "no step named nbval-fr" in err and "nbval-zh" in err
