@@ -160,6 +160,11 @@ class Figure:
             self._png = buffer.getvalue()
         return self._png
 
+    def forget_drawing(self) -> None:
+        """Drop what was drawn (the PNG and any picture made from it): the figure changed."""
+        self._png = None
+        self.__dict__.pop("_widget_png", None)
+
     def __repr__(self) -> str:
         return f"[figure: {self.description}]"
 

@@ -252,17 +252,20 @@ class OptimizerRun:
         columns = ["parameter", "elements moved", "max |Δ|"] + (["note"] if noise else [])
         return Table(columns, rows, note=summary)
 
+    def figure_title(self) -> str:
+        """The heatmaps' title: the setting that ran."""
+        title = (
+            f"{self.optimizer}, lr={self.lr:g}, {self.arrangement}, set_to_none={self.set_to_none}"
+        )
+        if self.loss != LOSSES[0]:
+            title += f", {self.loss} loss"
+        return title
+
     def figure(self) -> Figure:
         """Heatmaps of what changed, per parameter (drawn once, then reused)."""
         cached = self.__dict__.get("_figure")
         if cached is None:
-            title = (
-                f"{self.optimizer}, lr={self.lr:g}, {self.arrangement}, "
-                f"set_to_none={self.set_to_none}"
-            )
-            if self.loss != LOSSES[0]:
-                title += f", {self.loss} loss"
-            cached = diff_figure(self.diff, title=title)
+            cached = diff_figure(self.diff, title=self.figure_title())
             object.__setattr__(self, "_figure", cached)
         return cached
 

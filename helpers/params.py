@@ -18,6 +18,7 @@ __all__ = [
     "ParamDiffReport",
     "diff_figure",
     "param_diff",
+    "redraw_diff_figure",
     "show_param_diff",
     "snapshot",
 ]
@@ -190,7 +191,7 @@ def diff_figure(diff: ParamDiff, title: str | None = None, columns: int = 4) -> 
         grid.text(
             (left + right) / 2,
             top + 0.05,
-            f"{change.name}\n{change.n_changed}/{change.numel} changed",
+            _cell_title(change),
             ha="center",
             va="bottom",
             fontsize=8,
@@ -209,6 +210,54 @@ def diff_figure(diff: ParamDiff, title: str | None = None, columns: int = 4) -> 
     fig.suptitle("\n".join(title_lines), fontsize=10, y=1 - 0.08 / height, va="top")
     names = ", ".join(diff.changed) or "none"
     return Figure(fig, description=f"Δ heatmaps; changed: {names}", tight=False)
+
+
+def _cell_title(change: ParamChange) -> str:
+    return f"{change.name}\n{change.n_changed}/{change.numel} changed"
+
+
+def redraw_diff_figure(figure: Figure, diff: ParamDiff, title: str | None = None) -> bool:
+    """Redraw a `diff_figure` for another diff of the same parameters by updating its artists
+    (images, colour scale, titles) instead of building a new figure; a widget does this on every
+    change of a control. Returns False, changing nothing, when the layout cannot be kept (other
+    parameters or shapes, a title of another number of lines): build a new one then.
+    """
+    mpl = figure.figure
+    grid = mpl.axes[0]
+    images, texts = grid.images, grid.texts
+    changes = diff.changes
+    columns = len({round(i.get_extent()[0], 6) for i in images}) or 1
+    width = mpl.get_figwidth()
+    lines = textwrap.wrap(
+        title or "Parameter change (white: unchanged)", int(width * TITLE_CHARS_PER_INCH)
+    )
+    suptitle = mpl._suptitle
+    same = (
+        len(images) == len(changes) == len(texts)
+        and all(
+            i.get_array().shape == _as_matrix(c.delta).shape
+            and t.get_text().split("\n")[0] == c.name
+            for i, t, c in zip(images, texts, changes, strict=True)
+        )
+        and suptitle is not None
+        and len(suptitle.get_text().split("\n")) == len(lines)
+        and columns >= 1
+    )
+    if not same:
+        return False
+    largest = max((c.max_abs for c in changes), default=0.0) or 1.0
+    norm = images[0].norm  # shared by every image and the colour bar
+    norm.vmin, norm.vmax = -largest, largest
+    for image, text, change in zip(images, texts, changes, strict=True):
+        image.set_data(_as_matrix(change.delta).numpy())
+        text.set_text(_cell_title(change))
+    suptitle.set_text("\n".join(lines))
+    if images[-1].colorbar is not None:
+        images[-1].colorbar.update_normal(images[-1])
+    names = ", ".join(diff.changed) or "none"
+    figure.description = f"Δ heatmaps; changed: {names}"
+    figure.forget_drawing()
+    return True
 
 
 class ParamDiffReport(Stack):

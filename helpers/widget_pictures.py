@@ -101,7 +101,8 @@ def widget_png(figure: Figure) -> bytes:
         from PIL import Image
 
         figure.figure.set_dpi(figure.dpi)
-        canvas = FigureCanvasAgg(figure.figure)
+        canvas = figure.__dict__.get("_canvas") or FigureCanvasAgg(figure.figure)
+        figure.__dict__["_canvas"] = canvas  # kept: a redrawn figure draws on the same canvas
         canvas.draw()
         rgba = Image.frombuffer("RGBA", canvas.get_width_height(), canvas.buffer_rgba())
         cached = _palette_png(rgba.convert("RGB"))

@@ -41,6 +41,7 @@ from helpers.explorers import (
     optimizer_run,
 )
 from helpers.language import say
+from helpers.params import redraw_diff_figure
 from helpers.widget_pictures import figure_html, graph_html, snapshot_svg, table_html
 
 __all__ = [
@@ -387,7 +388,11 @@ class OptimizerLab(LiveWidget):
         self.run = optimizer_run(*args, loss=self.loss)
         self.code.value = _pre(self.run.code)  # the lines that just ran
         self.moves.value = table_html(self.run.moves_table())
-        self.picture.value = figure_html(self.run.figure())
+        # The heatmaps keep their layout from change to change: redraw them in place (fast).
+        shown = getattr(self, "_shown", None)
+        if shown is None or not redraw_diff_figure(shown, self.run.diff, self.run.figure_title()):
+            shown = self._shown = self.run.figure()
+        self.picture.value = figure_html(shown)
         self.table.value = table_html(self.run.diff)
 
 

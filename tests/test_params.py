@@ -323,3 +323,32 @@ def test_the_report_passes_the_title_to_figure_and_table():
     assert report.diff.title == "nothing moved"
     assert report.items[0].figure._suptitle.get_text() == "nothing moved"
     assert report.items[1] is report.diff
+
+
+def test_a_redrawn_heatmap_figure_is_the_picture_a_new_one_would_be():
+    """The optimizer lab redraws its heatmaps in place; the pixels must be a fresh figure's."""
+    from helpers.explorers import optimizer_run
+    from helpers.params import redraw_diff_figure
+    from helpers.widget_pictures import widget_png
+
+    first, second = optimizer_run("SGD", 0.01), optimizer_run("Adam", 0.1, False)
+    shown = first.figure()
+    widget_png(shown)  # drawn once, as the lab shows it
+    assert redraw_diff_figure(shown, second.diff, second.figure_title())
+    fresh = optimizer_run("Adam", 0.1, False).figure()
+    assert widget_png(shown) == widget_png(fresh)
+    assert shown.description == fresh.description
+
+
+def test_a_figure_of_other_parameters_is_not_redrawn_in_place():
+    from helpers.explorers import optimizer_run
+    from helpers.params import diff_figure, param_diff, redraw_diff_figure
+
+    shown = optimizer_run().figure()
+    other = param_diff({"w": torch.zeros(2, 2)}, {"w": torch.ones(2, 2)})
+    assert not redraw_diff_figure(shown, other)
+    long_title = "a title long enough to need more lines than the lab's own title does " * 3
+    assert not redraw_diff_figure(shown, optimizer_run().diff, long_title)
+    small = diff_figure(other)
+    doubled = param_diff({"w": torch.zeros(2, 2)}, {"w": 2 * torch.ones(2, 2)})
+    assert redraw_diff_figure(small, doubled)
