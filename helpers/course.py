@@ -222,7 +222,7 @@ def _hours_zh(minutes: int) -> str:
 def toc_markdown(edition: str = "en") -> str:
     """The table of contents: every numbered notebook, linked, with its title and time estimate
     (estimated from the English notebook; a twin teaches the same cells)."""
-    lines, total, optional = [], 0, 0
+    lines, total, optional, optionals = [], 0, 0, 0
     folder = NOTEBOOKS / EDITIONS[edition]
     for path in notebook_paths():
         minutes = minutes_to_work_through(path)
@@ -231,6 +231,7 @@ def toc_markdown(edition: str = "en") -> str:
         title = notebook_title(twin if twin.exists() else path)
         total += minutes
         optional += minutes * is_optional
+        optionals += is_optional
         if edition == "zh":
             lines.append(f"1. [{title}]({path.name}) `{path.name}` · 约 {minutes} 分钟")
         else:
@@ -243,7 +244,8 @@ def toc_markdown(edition: str = "en") -> str:
     else:
         summary = f"In all about {_hours(total)}"
         if optional:
-            summary += f", {_hours(total - optional)} without the optional notebook"
+            which = "the optional notebook" if optionals == 1 else f"the {optionals} optional ones"
+            summary += f", {_hours(total - optional)} without {which}"
         summary += "."
     return "\n".join(lines + ["", summary, "", f"<!-- {GENERATED} -->"])
 

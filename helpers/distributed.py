@@ -277,6 +277,22 @@ def _stop(processes: list[Any], grace: float = 2.0) -> set[int]:
     return stopped
 
 
+def wait_for_ranks(processes: list[Any], deadline: float) -> bool:
+    """Wait until every process has ended, or one has failed (exit code not 0), or `deadline`
+    seconds have passed; True when the deadline passed."""
+    from multiprocessing.connection import wait
+
+    end = time.monotonic() + deadline
+    while True:
+        running = [p for p in processes if p.exitcode is None]
+        if not running or any(p.exitcode for p in processes):
+            return False  # all done, or one failed: the caller stops the others at once
+        left = end - time.monotonic()
+        if left <= 0:
+            return True
+        wait([p.sentinel for p in running], timeout=left)
+
+
 def _context(start_method: str | None) -> Any:
     """How the ranks start: never a plain fork of the (threaded) caller.
 
@@ -363,7 +379,6 @@ def run_distributed(
     in every case all rank processes have ended when this returns or raises.
     `start_method` is "forkserver" (the default where available) or "spawn"; see `_context`.
     """
-    from multiprocessing.connection import wait
 
     if fail_rank is not None and fail_rank not in ROLES:
         raise ValueError(f"fail_rank must be one of {sorted(ROLES)} or None, not {fail_rank!r}")
@@ -387,16 +402,7 @@ def run_distributed(
         try:
             for p in processes:
                 p.start()
-            end = time.monotonic() + deadline
-            while True:
-                running = [p for p in processes if p.exitcode is None]
-                if not running or any(p.exitcode for p in processes):
-                    break  # all done, or one failed: stop the others at once
-                left = end - time.monotonic()
-                if left <= 0:
-                    timed_out = True
-                    break
-                wait([p.sentinel for p in running], timeout=left)
+            timed_out = wait_for_ranks(processes, deadline)
         finally:
             stopped = _stop(processes)
         pids = [p.pid for p in processes]

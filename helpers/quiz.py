@@ -28,7 +28,9 @@ from helpers.display import Table
 from helpers.widgets import LiveWidget, WidgetFactory
 
 __all__ = [
+    "ALL_TOPICS",
     "CHOICES",
+    "OPTIONAL_TOPICS",
     "QUESTIONS",
     "TOPICS",
     "Observation",
@@ -53,6 +55,11 @@ TOPICS = {
     "higher_order": "09_past_first_order.ipynb",
     **dict.fromkeys(quiz_final.TOPICS, quiz_final.NOTEBOOK),  # the final check, in sections
 }
+#: Topics of optional notebooks: quizzed there, and left out of notebook 10's final check, which
+#: a learner who skipped an optional notebook takes too.
+OPTIONAL_TOPICS = {"engines": "07b_pipeline_and_data_parallel.ipynb"}
+#: Every topic a quiz(...) call may name.
+ALL_TOPICS = {**TOPICS, **OPTIONAL_TOPICS}
 CHOICES = ("yes", "no")
 
 
@@ -214,19 +221,19 @@ def _notebook_questions(stem: str) -> list[Question]:
     return found
 
 
-#: Every question, in course order (the text files of the notebooks in TOPICS).
+#: Every question, in course order (the text files of the notebooks in ALL_TOPICS).
 QUESTIONS: list[Question] = [
     q
-    for stem in dict.fromkeys(notebook.removesuffix(".ipynb") for notebook in TOPICS.values())
+    for stem in dict.fromkeys(notebook.removesuffix(".ipynb") for notebook in ALL_TOPICS.values())
     for q in _notebook_questions(stem)
 ]
 
 
 def questions(*topics: str) -> list[Question]:
     """The questions on these topics (all questions when none is given), in course order."""
-    unknown = [t for t in topics if t not in TOPICS]
+    unknown = [t for t in topics if t not in ALL_TOPICS]
     if unknown:
-        raise ValueError(f"unknown topic(s) {unknown}; topics are: {', '.join(TOPICS)}")
+        raise ValueError(f"unknown topic(s) {unknown}; topics are: {', '.join(ALL_TOPICS)}")
     return [q for q in QUESTIONS if not topics or q.topic in topics]
 
 

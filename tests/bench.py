@@ -10,6 +10,10 @@
 4. `import torch, helpers` over `import torch`, in fresh interpreters.
 5. Whether the machine kept one speed: the spread of all floor kernel runs. Seconds measured
    while something else used the machine are stretched; this row says when that happened.
+6. Every widget's update: each control of the optimizer lab, the graph explorer, the backward
+   stepper and a quiz changed 15 times, each change timed; the median and the slowest.
+7. `make test` as a newcomer runs it: a fresh clone, `make install` timed apart, then the
+   README's test command (`--skip-make-test` leaves it out).
 
 Where the time goes: some libraries cost a notebook a fixed amount the first time a kernel loads
 them (import, and the matching teardown when the kernel exits), whatever the notebook does with
@@ -45,7 +49,13 @@ from helpers.course import course_notebooks
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = course_notebooks(ROOT / "notebooks")  # 00_ ... 06_, 06b_, 07_ ...
 TARGET_SUITE_RATIO = 1.5
-TARGET_ABOVE_FLOOR = {"07_split_across_processes.ipynb": 10.0}
+TARGET_ABOVE_FLOOR = {
+    "07_split_across_processes.ipynb": 10.0,
+    "07b_pipeline_and_data_parallel.ipynb": 10.0,  # starts 3 + 3 + 3 + 2 + 3 processes
+}
+TARGET_WIDGET_MS = 100  # a widget's slowest update after a change of one of its controls
+WIDGET_CHANGES = 15  # changes of each control, timed one by one
+TARGET_MAKE_TEST_MIN = 10.0  # `make test` in a fresh clone, installs excluded
 DEFAULT_ABOVE_FLOOR = 3.0
 TARGET_GRAPH_RATIO = 1.1
 TARGET_IMPORT = 0.2
@@ -255,6 +265,100 @@ def bench_import(repeat: int) -> dict:
     }
 
 
+def _widget_controls() -> list[tuple[str, object, Callable[[int], None]]]:
+    """(name, widget, change(i)): every control of every explorer, each change a new value."""
+    from helpers.quiz import quiz
+    from helpers.widgets import backward_stepper, graph_explorer, optimizer_lab
+
+    lab, explorer, stepper = optimizer_lab(), graph_explorer(), backward_stepper()
+    questions = quiz("split")
+    controls: list[tuple[str, object, Callable[[int], None]]] = []
+
+    def cycle(control, values):
+        def change(i: int) -> None:
+            options = [v for v in list(values) if v != control.value]
+            control.value = options[i % len(options)]
+
+        return change
+
+    c = lab.controls
+    controls += [
+        ("optimizer lab: optimizer", lab, cycle(c["optimizer"], list(c["optimizer"].options))),
+        ("optimizer lab: lr", lab, cycle(c["lr"], [10.0**e for e in (-4, -3, -2, -1.5, -1, 0)])),
+        ("optimizer lab: set_to_none", lab, cycle(c["set_to_none"], [True, False])),
+        ("optimizer lab: arrangement", lab, cycle(c["arrangement"], c["arrangement"].options)),
+    ]
+    for name, box in explorer.controls.items():
+        controls.append((f"graph explorer: {name}", explorer, cycle(box, [True, False])))
+    frames = list(range(stepper.slider.min, stepper.slider.max + 1))
+    controls += [
+        ("backward stepper: slider", stepper, cycle(stepper.slider, frames)),
+        ("backward stepper: retain_graph", stepper, cycle(stepper.retain, [True, False])),
+        ("quiz: an answer", questions, lambda i: questions.answer(i % len(questions.items),
+                                                                  ("yes", "no")[i % 2])),
+    ]  # fmt: skip
+    return controls
+
+
+def bench_widgets(changes: int = WIDGET_CHANGES) -> list[dict]:
+    """Each control changed `changes` times: median and slowest update, against the target."""
+    rows = []
+    for name, _widget, change in _widget_controls():
+        times = []
+        for i in range(changes):
+            start = time.perf_counter()
+            change(i)
+            times.append((time.perf_counter() - start) * 1000)
+        slowest = max(times)
+        rows.append(
+            {
+                "measure": f"widget update, {name} ({changes} changes)",
+                "value": f"median {statistics.median(times):.0f} ms, slowest {slowest:.0f} ms",
+                "target": f"slowest ≤ {TARGET_WIDGET_MS} ms",
+                "met": slowest <= TARGET_WIDGET_MS,
+            }
+        )
+    return rows
+
+
+def bench_make_test() -> list[dict]:
+    """`make test` as a newcomer runs it: a fresh clone of HEAD, `make install` (timed apart),
+    then `CI=true make test` (the README's test command), with this machine's package caches."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="bench-clone-") as tmp:
+        clone = Path(tmp) / "course"
+        subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True, timeout=300)
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("VIRTUAL_ENV", "PYTHON"))}
+        start = time.monotonic()
+        subprocess.run(["make", "install"], cwd=clone, env=env, check=True, timeout=3600,
+                       stdout=subprocess.DEVNULL)  # fmt: skip
+        installed = time.monotonic() - start
+        start = time.monotonic()
+        done = subprocess.run(
+            ["make", "test"], cwd=clone, env={**env, "CI": "true"},
+            capture_output=True, text=True, timeout=5400, check=False,
+        )  # fmt: skip
+        tested = time.monotonic() - start
+    table = done.stdout[done.stdout.rfind("step  "):].strip() if "step  " in done.stdout else ""
+    print(table)
+    minutes = tested / 60
+    return [
+        {
+            "measure": "make install in a fresh clone (warm package caches)",
+            "value": f"{installed:.0f} s",
+            "target": "none: measured apart from make test",
+            "met": None,
+        },
+        {
+            "measure": "make test in a fresh clone, install excluded (CI=true)",
+            "value": f"{minutes:.1f} min ({'passed' if done.returncode == 0 else 'FAILED'})",
+            "target": f"≤ {TARGET_MAKE_TEST_MIN:g} min, passing",
+            "met": done.returncode == 0 and minutes <= TARGET_MAKE_TEST_MIN,
+        },
+    ]
+
+
 def render(rows: list[dict], repeat: int) -> str:
     """The results as Markdown."""
     import torch
@@ -290,6 +394,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--out", help="where to write the table (default: BENCHMARKS.md)")
     parser.add_argument("--skip-notebooks", action="store_true")
+    parser.add_argument("--skip-make-test", action="store_true", help="no fresh-clone make test")
     parser.add_argument(
         "--only", default="", help="time only the notebooks whose file name contains this text"
     )
@@ -297,13 +402,15 @@ def main(argv: list[str] | None = None) -> int:
     notebooks = [p for p in NOTEBOOKS if args.only in p.name]
     if not notebooks:
         parser.error(f"--only {args.only!r} matches no notebook in {ROOT / 'notebooks'}")
-    rows = [bench_import(args.repeat), bench_graph(args.repeat)]
+    rows = [bench_import(args.repeat), bench_graph(args.repeat), *bench_widgets()]
     if not args.skip_notebooks:
         per_notebook, suite = bench_notebooks(args.repeat, notebooks)
         rows += [*suite, *per_notebook]
+    if not args.skip_make_test and not args.only:
+        rows += bench_make_test()
     text = render(rows, args.repeat)
     print(text)
-    partial = bool(args.only) or args.skip_notebooks
+    partial = bool(args.only) or args.skip_notebooks or args.skip_make_test
     out = args.out or (None if partial else ROOT / "BENCHMARKS.md")
     if out is not None:
         Path(out).write_text(text)

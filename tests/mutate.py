@@ -55,6 +55,7 @@ MODULES: dict[str, list[str]] = {
     "helpers/explorers.py": ["tests/test_explorers.py"],
     "helpers/split_ranks.py": ["tests/test_split_ranks.py"],
     "helpers/rank_failures.py": ["tests/test_rank_failures.py"],
+    "helpers/pipeline_schedule.py": ["tests/test_schedule_display.py"],
     **{
         f"helpers/exercises/{path.stem}.py": [f"tests/test_exercises_{path.stem}.py"]
         for path in sorted((ROOT / "helpers" / "exercises").glob("*.py"))
@@ -74,6 +75,17 @@ LEFT_OUT: dict[str, str] = {
     "helpers/widget_pictures.py": "drawing: HTML panes and SVG snapshots, checked by looking",
     "helpers/distributed.py": "the launcher (processes, ports); tests/test_distributed.py runs it",
     "helpers/split_display.py": "figures and source display of notebook 07; nothing computed",
+    "helpers/schedule_display.py": "figures and source excerpts of notebook 07b; nothing computed",
+    "helpers/engine_runs.py": "07b's launcher (processes, ports); tests/test_engine_runs.py: runs",
+    "helpers/engines.py": "07b's command line; tests/test_engine_runs.py runs it and torchrun",
+    "helpers/pipeline_ranks.py": (
+        "runs only inside PyTorch's pipelining engine, in three processes (no in-memory stand-in "
+        "for its schedules); tests/test_pipeline_ranks.py runs them against one process"
+    ),
+    "helpers/data_parallel_ranks.py": (
+        "runs only inside DDP, in two processes; tests/test_data_parallel_ranks.py runs them "
+        "against one process"
+    ),
     "helpers/__init__.py": "the list of public names; tests/test_public_helpers.py checks it",
 }
 

@@ -2,12 +2,14 @@
 
 import re
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 import torch
 
 from helpers.exercises.check_yourself import check_order, check_question, engine_order
 from helpers.quiz import (
+    ALL_TOPICS,
     CHOICES,
     QUESTIONS,
     TOPICS,
@@ -30,7 +32,7 @@ def test_stated_answer_is_what_torch_does(question):
 
 @pytest.mark.parametrize("question", QUESTIONS, ids=[f"{q.topic}-{q.prompt}" for q in QUESTIONS])
 def test_question_is_complete(question):
-    assert question.topic in TOPICS
+    assert question.topic in ALL_TOPICS
     assert question.prompt.endswith("?")
     assert question.answer in CHOICES
     assert len(question.misconception) > 20 and len(question.fact) > 40
@@ -38,7 +40,7 @@ def test_question_is_complete(question):
 
 
 def test_every_topic_has_questions_and_the_three_kinds_are_asked():
-    for topic in TOPICS:
+    for topic in ALL_TOPICS:
         assert len(questions(topic)) >= 3, topic
     prompts = " ".join(q.prompt for q in QUESTIONS)
     assert "grad` None" in prompts  # is .grad None?
@@ -626,3 +628,17 @@ def test_check_order_says_the_whole_order_when_right_and_asks_for_names_when_unf
     unfilled = ["replace the `...` with the names, e.g. ['AddBackward0', ...]"]
     assert check_order(..., build_exercise).messages == unfilled
     assert check_order([...], build_exercise).messages == unfilled
+
+
+def test_an_optional_notebook_topic_is_quizzed_but_not_in_the_final_check():
+    """07b is optional: its questions exist, and notebook 10 (which covers TOPICS) needs none."""
+    from helpers.course import notebook_title
+    from helpers.quiz import OPTIONAL_TOPICS
+
+    for topic, notebook in OPTIONAL_TOPICS.items():
+        assert topic not in TOPICS and len(questions(topic)) >= 3
+        title = notebook_title(Path(__file__).resolve().parent.parent / "notebooks" / notebook)
+        assert title.startswith("Optional")
+    for topic, notebook in TOPICS.items():
+        title = notebook_title(Path(__file__).resolve().parent.parent / "notebooks" / notebook)
+        assert not title.startswith("Optional"), topic

@@ -1,0 +1,364 @@
+"""What each rank runs when PyTorch's pipelining engine trains the post's three models.
+
+Notebook 07b cuts the post's three models into three `PipelineStage`s, one per process, and runs
+one training step with a schedule (`ScheduleGPipe` or `Schedule1F1B`) over micro-batches. The
+engine does the hand-off of notebooks 06 and 07 itself; `run_stage` records, on each rank, what it
+did so the notebook can check it against one process:
+
+- the order in which the rank ran each micro-batch's forward (F) and backward (B);
+- the bytes of activations saved for backward that it held after each of those (notebook 05's
+  saved-tensor counter);
+- every stage backward: the gradient that arrived for the stage's output, the gradient of the
+  stage's input that it sends back, and the `torch.autograd.backward` call the engine made
+  (caught by a hook on the engine's own `stage_backward`, not paraphrased);
+- the bytes it sent, from the engine's own send operations;
+- the parameters' gradients after the step, and the last stage's micro-batch losses.
+
+Starting the processes is `helpers.engine_runs`; drawing the result is `helpers.schedule_display`.
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+import torch.distributed as dist
+from torch import Tensor, nn
+
+from helpers.engine_runs import doing
+from helpers.memory import track_saved
+from helpers.split import POST_SEED, SplitModels, build_models, cut, token_loss
+
+__all__ = [
+    "BATCH",
+    "MICROBATCHES",
+    "ROLES",
+    "SCHEDULES",
+    "STAGES",
+    "StageRun",
+    "check_stage",
+    "engine_needs_repair",
+    "handoff_reference",
+    "joint_reference",
+    "make_schedule",
+    "pipeline_batch",
+    "run_stage",
+    "schedule_step",
+    "stage_modules",
+]
+
+STAGES = 3
+BATCH, MICROBATCHES = 8, 4
+#: What each rank holds: its stage (one of the post's models), and the data only it has.
+ROLES = {
+    0: "stage 0: model 1 and the input",
+    1: "stage 1: model 2",
+    2: "stage 2: model 3 and the labels",
+}
+SCHEDULES = ("GPipe", "1F1B")
+#: How `run_stage(fault=...)` makes its rank fail: raise an error, or hang without a word.
+FAULT_MODES = ("raise", "hang")
+
+
+def pipeline_batch(seed: int = 0, batch: int = BATCH) -> tuple[Tensor, Tensor]:
+    """A batch of `batch` sequences of 5 token ids and their per-token class labels (seeded)."""
+    gen = torch.Generator().manual_seed(seed)
+    tokens = torch.randint(0, 10, (batch, 5), generator=gen)
+    targets = torch.randint(0, 3, (batch, 5), generator=gen)
+    return tokens, targets
+
+
+def stage_modules(models: SplitModels) -> list[nn.Module]:
+    """The three stages: model 1, model 2, and model 3's layer (the loss is the schedule's)."""
+    return [models.model1, models.model2, models.model3.layer]
+
+
+def _stage_names(stage: int) -> dict[str, str]:
+    """A stage module's parameter names -> the names `SplitModels.named_parameters()` uses."""
+    prefix = ["model1.", "model2.", "model3.layer."][stage]
+    module = stage_modules(build_models())[stage]
+    return {name: prefix + name for name, _ in module.named_parameters()}
+
+
+def joint_reference(
+    seed: int = POST_SEED, data_seed: int = 0, microbatches: int = MICROBATCHES
+) -> dict[str, Any]:
+    """One process, no cut: the full batch's loss and gradients (the un-split backward), and
+    the mean of the micro-batches' losses (what the schedule's losses average to)."""
+    models = build_models(seed)
+    tokens, targets = pipeline_batch(data_seed)
+    loss = token_loss(models.model3.layer(models.model2(models.model1(tokens))), targets)
+    loss.backward()
+    grads = {name: p.grad.clone() for name, p in models.named_parameters().items()}
+    return {"loss": loss.item(), "grads": grads}
+
+
+def handoff_reference(
+    seed: int = POST_SEED, data_seed: int = 0, microbatches: int = MICROBATCHES
+) -> list[dict[str, Tensor]]:
+    """One process, notebook 06's hand-off on each micro-batch: the gradients that cross each cut.
+
+    Per micro-batch: `loss.backward()`, then `f2.backward(ff2.grad)`, then `f1.backward(ff1.grad)`.
+    """
+    models = build_models(seed)
+    tokens, targets = pipeline_batch(data_seed)
+    crossed = []
+    for x, t in zip(tokens.chunk(microbatches), targets.chunk(microbatches), strict=True):
+        f1 = models.model1(x)
+        ff1 = cut(f1)
+        f2 = models.model2(ff1)
+        ff2 = cut(f2)
+        loss = token_loss(models.model3.layer(ff2), t)
+        loss.backward()
+        f2.backward(ff2.grad)
+        f1.backward(ff1.grad)
+        crossed.append({"ff2.grad": ff2.grad.clone(), "ff1.grad": ff1.grad.clone()})
+    return crossed
+
+
+@dataclass
+class StageRun:
+    """What one rank's stage did during one schedule step (see the module docstring)."""
+
+    rank: int
+    schedule: str
+    actions: list[tuple[str, int]] = field(default_factory=list)
+    activation_bytes: list[int] = field(default_factory=list)
+    arrived: dict[int, Tensor | None] = field(default_factory=dict)
+    sent_back: dict[int, Tensor | None] = field(default_factory=dict)
+    backward_calls: list[dict[str, Any]] = field(default_factory=list)
+    sent: list[tuple[str, int, int]] = field(default_factory=list)
+    grads: dict[str, Tensor] = field(default_factory=dict)
+    losses: list[float] = field(default_factory=list)
+    repaired: bool = False
+    scaled_by: str = ""
+
+
+def engine_needs_repair() -> bool:
+    """True on releases whose pipelining keeps only one of gloo's send/receive handles.
+
+    Before the fix for pytorch issue 132644 (PR 152938, 2025), `_batch_p2p` returned
+    `batch_isend_irecv(ops).pop()`: with gloo, which returns one handle per operation, it waited
+    for only the last, and a schedule that sends and receives in one batch (1F1B) hung.
+    """
+    from torch.distributed.pipelining import schedules
+
+    return ".pop()" in inspect.getsource(schedules._batch_p2p)
+
+
+class _AllHandles:
+    """Several send/receive handles that wait as one (what the fixed `_batch_p2p` returns)."""
+
+    def __init__(self, works: list[Any]) -> None:
+        self.works = works
+
+    def wait(self, *args: Any) -> bool:
+        for work in self.works:
+            work.wait(*args)
+        return True
+
+
+def _repair_engine() -> None:
+    """On a release with the bug, make `_batch_p2p` wait for every handle."""
+    from torch.distributed.pipelining import schedules
+
+    def batch_p2p(p2p_ops: list[Any], desc: str | None = None) -> _AllHandles | None:
+        return _AllHandles(dist.batch_isend_irecv(p2p_ops)) if p2p_ops else None
+
+    schedules._batch_p2p = batch_p2p
+
+
+def _example_input(rank: int, microbatch: int) -> torch.Tensor:
+    """What a stage receives, for releases whose PipelineStage needs an example (2.4).
+
+    The example of a received activation requires grad: that is what makes the engine call
+    `requires_grad_()` on what arrives, notebook 06's cut on the receiving side.
+    """
+    if rank == 0:
+        return torch.zeros(microbatch, 5, dtype=torch.long)
+    return torch.zeros(microbatch, 5, 6, requires_grad=True)
+
+
+def make_schedule(
+    module: nn.Module, rank: int, schedule: str, microbatches: int, scale_grads: bool = True
+) -> tuple[Any, Any, bool]:
+    """Rank `rank`'s stage, the schedule that runs it, and whether the schedule scales the
+    gradients by the number of micro-batches itself (torch 2.4's schedules never do)."""
+    from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleGPipe
+
+    cpu = torch.device("cpu")
+    if inspect.signature(PipelineStage).parameters["input_args"].default is inspect.Parameter.empty:
+        microbatch = BATCH // microbatches  # torch 2.4: shapes up front, in and out
+        out = torch.zeros(microbatch, 5, 3 if rank == STAGES - 1 else 6)
+        example = _example_input(rank, microbatch)
+        stage = PipelineStage(module, rank, STAGES, cpu, input_args=example, output_args=out)
+    else:
+        stage = PipelineStage(module, rank, STAGES, cpu)  # shapes found on the first step
+    kind = {"GPipe": ScheduleGPipe, "1F1B": Schedule1F1B}[schedule]
+    if "scale_grads" in inspect.signature(kind).parameters:
+        return stage, kind(stage, microbatches, token_loss, scale_grads=scale_grads), True
+    return stage, kind(stage, microbatches, token_loss), False
+
+
+def schedule_step(runner: Any, rank: int, tokens: Tensor, targets: Tensor) -> list[Tensor]:
+    """One training step, as each rank calls it; returns the last stage's micro-batch losses."""
+    losses: list[Tensor] = []
+    if rank == 0:
+        runner.step(tokens)  # the first stage feeds the input, cut into micro-batches
+    elif rank == STAGES - 1:
+        runner.step(target=targets, losses=losses)  # the last stage has the labels
+    else:
+        runner.step()  # a middle stage receives, computes and sends on
+    return losses
+
+
+def _bind(function: Callable[..., Any], args: tuple, kwargs: dict) -> dict[str, Any]:
+    return dict(inspect.signature(function).bind(*args, **kwargs).arguments)
+
+
+def run_stage(
+    rank: int,
+    world_size: int = STAGES,
+    *,
+    schedule: str = "GPipe",
+    microbatches: int = MICROBATCHES,
+    scale_grads: bool = True,
+    seed: int = POST_SEED,
+    data_seed: int = 0,
+    fault: tuple[int, str, int, str] | None = None,
+) -> StageRun:
+    """One rank's stage for one training step of `schedule` over `microbatches` micro-batches.
+
+    Every rank builds the three models from `seed` and keeps its own stage. Rank 0 feeds the
+    tokens, rank 2 the labels. `fault=(1, "F", 2, "hang")` makes rank 1 hang (or "raise") when
+    it starts the forward of micro-batch 2 ("B" for a backward).
+    """
+    import torch.distributed.pipelining.stage as stage_code
+
+    if schedule not in SCHEDULES:
+        raise ValueError(f"schedule must be one of {SCHEDULES}, not {schedule!r}")
+    if fault is not None and (len(fault) != 4 or fault[3] not in FAULT_MODES):
+        raise ValueError(
+            f"fault must be (rank, 'F' or 'B', micro-batch, one of {FAULT_MODES}), not {fault!r}"
+        )
+    if world_size != STAGES:
+        raise ValueError(f"the post's models make {STAGES} stages, not {world_size}")
+    doing("building its stage and schedule")
+    record = StageRun(rank, schedule, repaired=engine_needs_repair())
+    if record.repaired:
+        _repair_engine()
+    module = stage_modules(build_models(seed))[rank]
+    tokens, targets = pipeline_batch(data_seed)
+    stage, runner, engine_scales = make_schedule(module, rank, schedule, microbatches, scale_grads)
+    current = {"microbatch": -1}
+
+    def recorded(kind: str, original: Callable[..., Any]) -> Callable[..., Any]:
+        def action(chunk_id: int, *args: Any, **kwargs: Any) -> Any:
+            current["microbatch"] = chunk_id
+            verb = "forward" if kind == "F" else "backward"
+            doing(f"computing the {verb} of micro-batch {chunk_id}")
+            if fault is not None and tuple(fault[:3]) == (rank, kind, chunk_id):
+                if fault[3] == "hang":
+                    time.sleep(3600)
+                raise RuntimeError(f"injected failure on rank {rank} in the {verb} of {chunk_id}")
+            out = original(chunk_id, *args, **kwargs)
+            record.actions.append((kind, chunk_id))
+            record.activation_bytes.append(saved.alive_bytes(activations_only=True))
+            doing("in the schedule, between computations (sending or receiving)")
+            return out
+
+        return action
+
+    def counted(kind: str, original: Callable[..., Any]) -> Callable[..., Any]:
+        def send_ops(chunk_id: int) -> Any:
+            ops = original(chunk_id)
+            for op in ops or []:
+                record.sent.append((kind, chunk_id, op.tensor.numel() * op.tensor.element_size()))
+            return ops
+
+        return send_ops
+
+    engine_backward = stage_code.stage_backward
+
+    def stage_backward(*args: Any, **kwargs: Any) -> Any:
+        """The engine's stage backward, with a hook on the autograd call inside it."""
+        bound = _bind(engine_backward, args, kwargs)
+        grads = bound["output_grads"]
+        grads = list(grads) if isinstance(grads, (list, tuple)) else [grads]
+        outputs = bound["stage_output"]
+        outputs = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
+        calls = []
+        autograd_backward = torch.autograd.backward
+
+        def spy(tensors: Any, grad_tensors: Any = None, *rest: Any, **more: Any) -> Any:
+            tensors = list(tensors) if isinstance(tensors, (list, tuple)) else [tensors]
+            given = grad_tensors
+            given = list(given) if isinstance(given, (list, tuple)) else [given]
+            calls.append(
+                {
+                    "microbatch": current["microbatch"],
+                    "outputs": [type(t.grad_fn).__name__ for t in tensors],
+                    "same outputs": all(any(t is o for o in outputs) for t in tensors),
+                    "same gradients": len(given) == len(grads)
+                    and all(g is a for g, a in zip(given, grads, strict=True)),
+                }
+            )
+            return autograd_backward(tensors, grad_tensors, *rest, **more)
+
+        torch.autograd.backward = spy
+        try:
+            result = engine_backward(*args, **kwargs)
+        finally:
+            torch.autograd.backward = autograd_backward
+        mb = current["microbatch"]
+        record.arrived[mb] = None if grads[0] is None else grads[0].detach().clone()
+        first = result[0] if isinstance(result, (list, tuple)) else result
+        record.sent_back[mb] = None if first is None else first.detach().clone()
+        record.backward_calls.extend(calls)
+        return result
+
+    stage.forward_one_chunk = recorded("F", stage.forward_one_chunk)
+    stage.backward_one_chunk = recorded("B", stage.backward_one_chunk)
+    stage.get_fwd_send_ops = counted("activation", stage.get_fwd_send_ops)
+    stage.get_bwd_send_ops = counted("gradient", stage.get_bwd_send_ops)
+    stage_code.stage_backward = stage_backward
+    try:
+        with track_saved(known=module) as saved:
+            losses = schedule_step(runner, rank, tokens, targets)
+    finally:
+        stage_code.stage_backward = engine_backward
+    if scale_grads and not engine_scales:  # what later releases' scale_grads=True does
+        for p in module.parameters():
+            p.grad.div_(microbatches)
+    record.scaled_by = (
+        ("the engine (scale_grads=True)" if engine_scales else "run_stage: this release's "
+         "schedules do not scale, so it divides by the number of micro-batches itself")
+        if scale_grads
+        else "nobody (scale_grads=False): the sum over the micro-batches"
+    )  # fmt: skip
+    names = _stage_names(rank)
+    record.grads = {names[n]: p.grad.detach().clone() for n, p in module.named_parameters()}
+    record.losses = [loss.item() for loss in losses]
+    return record
+
+
+def check_stage(rank: int, record: StageRun) -> str:
+    """One rank's check against one process: its gradients (and, last, the loss) are the same.
+
+    Raises AssertionError with the parameter that differs; returns a line saying what held.
+    """
+    reference = joint_reference()
+    for name, grad in record.grads.items():
+        if not torch.allclose(grad, reference["grads"][name], atol=1e-6):
+            raise AssertionError(f"rank {rank}: {name}'s gradient differs from one process")
+    said = f"rank {rank} ({ROLES[rank]}): {len(record.grads)} gradients equal one process"
+    if record.losses:
+        loss = sum(record.losses) / len(record.losses)
+        if abs(loss - reference["loss"]) > 1e-6:
+            raise AssertionError(f"rank {rank}: loss {loss} differs from one process")
+        said += f"; loss {loss:.4f}"
+    return said

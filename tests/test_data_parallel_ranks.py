@@ -1,0 +1,89 @@
+"""DDP's ranks (helpers.data_parallel_ranks): two real processes, checked against one process."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from helpers.data_parallel_ranks import (
+    DP_ROLES,
+    DP_WORLD,
+    PostModel,
+    accumulated_grads,
+    check_rank,
+    full_batch_grads,
+    half_batch,
+    run_data_parallel,
+)
+from helpers.engine_runs import run_ranks
+from helpers.pipeline_ranks import pipeline_batch
+
+
+@pytest.fixture(scope="module")
+def dp():
+    return run_ranks(run_data_parallel, DP_WORLD, roles=DP_ROLES).results
+
+
+def test_the_halves_make_the_batch():
+    tokens, _ = pipeline_batch()
+    assert torch.equal(torch.cat([half_batch(0)[0], half_batch(1)[0]]), tokens)
+
+
+def test_ddp_and_the_hand_written_average_equal_the_full_batch(dp):
+    full = full_batch_grads()
+    for rank in range(DP_WORLD):
+        for key in ("ddp", "by hand"):
+            assert dp[rank][key].keys() == full.keys()
+            for name, g in full.items():
+                torch.testing.assert_close(dp[rank][key][name], g)
+        assert check_rank(rank, dp[rank]).endswith("7 DDP gradients equal one process")
+
+
+def test_a_summed_all_reduce_would_not(dp):
+    """What the equality above rules out: each half alone differs, their sum is twice the batch."""
+    full = full_batch_grads()
+    for name, g in full.items():
+        halves = [dp[r]["local"][name] for r in range(DP_WORLD)]
+        assert not torch.allclose(halves[0], g)
+        torch.testing.assert_close(halves[0] + halves[1], 2 * g)
+    wrong = {**dp[0], "ddp": {n: 2 * g for n, g in full.items()}}
+    with pytest.raises(AssertionError, match="differs from one process"):
+        check_rank(0, wrong)
+
+
+def test_buckets_carry_every_gradient_once_and_are_rebuilt_in_ready_order(dp):
+    steps = dp[0]["buckets"]
+    assert steps == dp[1]["buckets"] and len(steps) == 2
+    names = list(full_batch_grads())
+    for buckets in steps:
+        carried = [p for b in buckets for p in b["parameters"]]
+        assert sorted(carried) == sorted(names)
+        assert sum(b["bytes"] for b in buckets) == 4 * sum(b["numbers"] for b in buckets) == 660
+    assert [p for b in steps[1] for p in b["parameters"]] == dp[0]["hook order"]
+    assert dp[0]["hook order"][0] == "model3.bias"  # the last layer's gradient is ready first
+
+
+def test_no_sync_accumulation_equals_a_batch_twice_as_large(dp):
+    bigger = accumulated_grads()
+    for rank in range(DP_WORLD):
+        for name, g in bigger.items():
+            torch.testing.assert_close(dp[rank]["no_sync"][name], g)
+    assert not torch.allclose(bigger["model3.bias"], full_batch_grads()["model3.bias"])
+
+
+def test_an_unused_layer_stops_ddp_unless_it_looks_for_it(dp):
+    unused = dp[0]["unused"]
+    assert unused["error"].startswith("Expected to have finished reduction in the prior iteration")
+    assert unused["grads"]["unused.weight"] is None and unused["grads"]["unused.bias"] is None
+    assert sum(g is not None for g in unused["grads"].values()) == 7
+
+
+def test_the_post_model_is_the_three_models_without_cuts():
+    model = PostModel()
+    assert [n for n, _ in model.named_parameters()] == list(full_batch_grads())
+    assert "unused.weight" in dict(PostModel(unused_layer=True).named_parameters())
+
+
+def test_the_batch_must_be_split_in_two():
+    with pytest.raises(ValueError, match="split in 2, not 3"):
+        run_data_parallel(0, 3)

@@ -1,0 +1,143 @@
+"""Notebook 07b's exercise checker: a stage's backward split as zero-bubble schedules split it."""
+
+from __future__ import annotations
+
+import torch
+
+from helpers.exercises.engines import check_input_then_weights, stage_case
+from tests.text_edits import edit_feedback
+
+
+def right(output, grad, received, weights):
+    (input_grad,) = torch.autograd.grad(output, received, grad, retain_graph=True)
+    return input_grad, lambda: output.backward(grad, inputs=list(weights))
+
+
+def right_with_backward_inputs(output, grad, received, weights):
+    output.backward(grad, inputs=[received], retain_graph=True)
+    return received.grad.clone(), lambda: output.backward(grad, inputs=list(weights))
+
+
+def full_backward_first(output, grad, received, weights):
+    output.backward(grad)
+    return received.grad, lambda: None
+
+
+def graph_freed(output, grad, received, weights):
+    (input_grad,) = torch.autograd.grad(output, received, grad)
+    return input_grad, lambda: output.backward(grad, inputs=list(weights))
+
+
+def grad_only(output, grad, received, weights):
+    (input_grad,) = torch.autograd.grad(output, received, grad, retain_graph=True)
+    return input_grad, lambda: torch.autograd.grad(output, list(weights), grad)
+
+
+def input_again(output, grad, received, weights):
+    (input_grad,) = torch.autograd.grad(output, received, grad, retain_graph=True)
+    return input_grad, lambda: output.backward(grad)
+
+
+def sends_back_what_arrived(output, grad, received, weights):
+    return grad, lambda: output.backward(grad, inputs=list(weights))
+
+
+def messages(fn):
+    result = check_input_then_weights(fn)
+    return result.ok, " ".join(result.messages)
+
+
+def test_right_answers_pass_however_written():
+    for fn in (right, right_with_backward_inputs):
+        ok, said = messages(fn)
+        assert ok, said
+
+
+def test_each_typical_mistake_gets_its_own_message():
+    assert "first part ran the full backward" in messages(full_backward_first)[1]
+    assert messages(graph_freed)[1] == (
+        "finish() raised: the graph was freed by the first part. Keep it for the second with "
+        "retain_graph=True"
+    )
+    assert "writes no .grad" in messages(grad_only)[1]
+    assert "inputs=weights" in messages(input_again)[1]
+    assert "the gradient that arrived" in messages(sends_back_what_arrived)[1]
+    assert not any(messages(f)[0] for f in (full_backward_first, graph_freed, grad_only))
+
+
+def test_placeholders_and_wrong_shapes_of_answer():
+    assert "still `...`" in messages(...)[1]
+    assert "a int, not a function" in messages(3)[1]
+    assert "returned nothing" in messages(lambda *a: ...)[1]
+    assert "return a pair" in messages(lambda *a: [1, 2])[1]
+    assert "raised ZeroDivisionError" in messages(lambda *a: 1 / 0)[1]
+    ok, said = messages(lambda o, g, r, w: (right(o, g, r, w)[0], 5))
+    assert not ok and "a int: return a function finish()" in said
+    ok, said = messages(lambda o, g, r, w: (right(o, g, r, w)[0], lambda: 1 / 0))
+    assert "finish() raised ZeroDivisionError" in said
+
+
+def test_the_cases_are_seeded_and_differ():
+    a, b = stage_case(0), stage_case(1)
+    assert torch.equal(stage_case(0)[1], a[1]) and not torch.equal(a[1], b[1])
+
+
+def test_the_feedback_comes_from_the_text_file(monkeypatch):
+    edit_feedback(monkeypatch, "07b_pipeline_and_data_parallel", {"unfilled": "EDITED"})
+    assert messages(...)[1] == "EDITED"
+
+
+def test_every_other_way_to_fail_gets_its_message():
+    def other_error(output, grad, received, weights):
+        def finish():
+            raise RuntimeError("boom")
+
+        return right(output, grad, received, weights)[0], finish
+
+    def wrong_weights(output, grad, received, weights):
+        (input_grad,) = torch.autograd.grad(output, received, grad, retain_graph=True)
+        return input_grad, lambda: output.backward(2 * grad, inputs=list(weights))
+
+    def zeros(output, grad, received, weights):
+        return torch.zeros_like(received), lambda: output.backward(grad, inputs=list(weights))
+
+    def nearly(output, grad, received, weights):
+        good, finish = right(output, grad, received, weights)
+        return good + 1e-3, finish
+
+    assert messages(other_error)[1] == "finish() raised RuntimeError: boom"
+    assert messages(wrong_weights)[1] == (
+        "after finish() the weights' .grad differ from a full output.backward(grad)"
+    )
+    assert messages(zeros)[1] == (
+        "input_grad is not the gradient of received that a full output.backward(grad) gives"
+    )
+    assert not messages(nearly)[0]
+    assert messages(lambda *a: [1, 2])[1] == (
+        "input_then_weights returned a list: return a pair (input_grad, finish)"
+    )
+    assert messages(lambda *a: 1 / 0)[1] == (
+        "input_then_weights(output, grad, received, weights) raised ZeroDivisionError: "
+        "division by zero"
+    )
+    assert messages(lambda *a: (torch.zeros(1), None))[1].startswith("input_grad is not")
+
+
+def test_both_cases_are_checked_with_their_own_seeded_tensors():
+    seen = []
+
+    def spy(output, grad, received, weights):
+        seen.append(received.detach().clone())
+        return right(output, grad, received, weights)
+
+    result = check_input_then_weights(spy)
+    assert result.ok and result.success.startswith("right: the input's gradient first")
+    assert len(seen) == 2
+    for seed, tensor in enumerate(seen):
+        gen = torch.Generator().manual_seed(seed)
+        torch.testing.assert_close(tensor, torch.randn(4, 6, generator=gen))
+    stage, _, grad = stage_case(0)
+    assert [type(m).__name__ for m in stage] == ["Linear", "Tanh", "Linear"]
+    gen = torch.Generator().manual_seed(0)
+    torch.randn(4, 6, generator=gen)
+    torch.testing.assert_close(grad, torch.randn(4, 6, generator=gen))
