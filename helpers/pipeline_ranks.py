@@ -216,6 +216,12 @@ def schedule_step(runner: Any, rank: int, tokens: Tensor, targets: Tensor) -> li
     return losses
 
 
+def _node(output: Any) -> Any:
+    """The graph node a backward starts from: a tensor's grad_fn, or a GradientEdge's node
+    (torch 2.15's stage backward passes edges of the outputs instead of the tensors)."""
+    return output.node if hasattr(output, "node") else output.grad_fn
+
+
 def _bind(function: Callable[..., Any], args: tuple, kwargs: dict) -> dict[str, Any]:
     return dict(inspect.signature(function).bind(*args, **kwargs).arguments)
 
@@ -301,8 +307,10 @@ def run_stage(
             calls.append(
                 {
                     "microbatch": current["microbatch"],
-                    "outputs": [type(t.grad_fn).__name__ for t in tensors],
-                    "same outputs": all(any(t is o for o in outputs) for t in tensors),
+                    "outputs": [type(_node(t)).__name__ for t in tensors],
+                    "same outputs": all(
+                        any(_node(t) is _node(o) for o in outputs) for t in tensors
+                    ),
                     "same gradients": len(given) == len(grads)
                     and all(g is a for g, a in zip(given, grads, strict=True)),
                 }
