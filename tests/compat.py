@@ -72,6 +72,7 @@ NOT_UNIT = {
     "test_compat.py": "this run's own table",
     "test_faults.py": "runs every notebook again (without dot, offline, shuffled)",
     "test_lab.py": "starts the pinned JupyterLab",
+    "test_mutate_config.py": "the committed mutation table (MUTATION.md), not torch",
     "test_nbval_sanitizers.py": "reads the committed outputs",
     "test_notebook_hygiene.py": "reads the committed notebooks",
     "test_packaging.py": "checks the exact pins",
