@@ -226,14 +226,14 @@ def redraw_diff_figure(figure: Figure, diff: ParamDiff, title: str | None = None
     grid = mpl.axes[0]
     images, texts = grid.images, grid.texts
     changes = diff.changes
-    columns = len({round(i.get_extent()[0], 6) for i in images}) or 1
     width = mpl.get_figwidth()
     lines = textwrap.wrap(
         title or "Parameter change (white: unchanged)", int(width * TITLE_CHARS_PER_INCH)
     )
     suptitle = mpl._suptitle
     same = (
-        len(images) == len(changes) == len(texts)
+        len(changes) > 0
+        and len(images) == len(changes) == len(texts)
         and all(
             i.get_array().shape == _as_matrix(c.delta).shape
             and t.get_text().split("\n")[0] == c.name
@@ -241,7 +241,6 @@ def redraw_diff_figure(figure: Figure, diff: ParamDiff, title: str | None = None
         )
         and suptitle is not None
         and len(suptitle.get_text().split("\n")) == len(lines)
-        and columns >= 1
     )
     if not same:
         return False
@@ -251,9 +250,7 @@ def redraw_diff_figure(figure: Figure, diff: ParamDiff, title: str | None = None
     for image, text, change in zip(images, texts, changes, strict=True):
         image.set_data(_as_matrix(change.delta).numpy())
         text.set_text(_cell_title(change))
-    suptitle.set_text("\n".join(lines))
-    if images[-1].colorbar is not None:
-        images[-1].colorbar.update_normal(images[-1])
+    suptitle.set_text("\n".join(lines))  # the colour bar reads the shared norm when drawn
     names = ", ".join(diff.changed) or "none"
     figure.description = f"Δ heatmaps; changed: {names}"
     figure.forget_drawing()

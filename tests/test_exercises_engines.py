@@ -141,3 +141,12 @@ def test_both_cases_are_checked_with_their_own_seeded_tensors():
     gen = torch.Generator().manual_seed(0)
     torch.randn(4, 6, generator=gen)
     torch.testing.assert_close(grad, torch.randn(4, 6, generator=gen))
+
+
+def test_an_error_without_a_message_is_named_by_its_type():
+    def silent(*args):
+        raise ValueError
+
+    assert messages(silent)[1] == (
+        "input_then_weights(output, grad, received, weights) raised ValueError: "
+    )

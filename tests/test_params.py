@@ -5,7 +5,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from helpers.params import param_diff, show_param_diff, snapshot
+from helpers.params import ParamDiff, param_diff, show_param_diff, snapshot
 
 
 def model():
@@ -352,3 +352,41 @@ def test_a_figure_of_other_parameters_is_not_redrawn_in_place():
     small = diff_figure(other)
     doubled = param_diff({"w": torch.zeros(2, 2)}, {"w": 2 * torch.ones(2, 2)})
     assert redraw_diff_figure(small, doubled)
+
+
+def test_a_redraw_keeps_the_default_title_and_says_when_nothing_changed():
+    from helpers.params import diff_figure, param_diff, redraw_diff_figure
+    from helpers.widget_pictures import widget_png
+
+    before = {"w": torch.zeros(2, 3), "b": torch.zeros(3)}
+    moved = param_diff(before, {"w": torch.ones(2, 3), "b": torch.zeros(3)})
+    still = param_diff(before, {k: v.clone() for k, v in before.items()})
+    shown = diff_figure(moved)
+    widget_png(shown)
+    assert redraw_diff_figure(shown, still)  # default title, nothing changed
+    fresh = diff_figure(still)
+    assert widget_png(shown) == widget_png(fresh)
+    assert shown.description == fresh.description == "Δ heatmaps; changed: none"
+
+
+def test_a_redraw_refuses_other_shapes_and_an_empty_diff():
+    from helpers.params import diff_figure, param_diff, redraw_diff_figure
+
+    shown = diff_figure(param_diff({"w": torch.zeros(2, 3)}, {"w": torch.ones(2, 3)}))
+    other_shape = param_diff({"w": torch.zeros(3, 2)}, {"w": torch.ones(3, 2)})
+    assert not redraw_diff_figure(shown, other_shape)
+    empty = ParamDiff([], title=None)
+    assert not redraw_diff_figure(diff_figure(empty), empty)
+
+
+def test_a_redraw_keeps_a_title_of_several_lines():
+    from helpers.params import diff_figure, param_diff, redraw_diff_figure
+    from helpers.widget_pictures import widget_png
+
+    title = "a long title that the figure wraps onto more than one line, " * 2
+    before = {"w": torch.zeros(2, 3)}
+    shown = diff_figure(param_diff(before, {"w": torch.ones(2, 3)}), title=title)
+    widget_png(shown)
+    later = param_diff(before, {"w": -torch.ones(2, 3)})
+    assert redraw_diff_figure(shown, later, title)
+    assert widget_png(shown) == widget_png(diff_figure(later, title=title))
