@@ -84,11 +84,8 @@ def _stage_names(stage: int) -> dict[str, str]:
     return {name: prefix + name for name, _ in module.named_parameters()}
 
 
-def joint_reference(
-    seed: int = POST_SEED, data_seed: int = 0, microbatches: int = MICROBATCHES
-) -> dict[str, Any]:
-    """One process, no cut: the full batch's loss and gradients (the un-split backward), and
-    the mean of the micro-batches' losses (what the schedule's losses average to)."""
+def joint_reference(seed: int = POST_SEED, data_seed: int = 0) -> dict[str, Any]:
+    """One process, no cut: the full batch's loss and gradients (the un-split backward)."""
     models = build_models(seed)
     tokens, targets = pipeline_batch(data_seed)
     loss = token_loss(models.model3.layer(models.model2(models.model1(tokens))), targets)
