@@ -20,10 +20,12 @@ Starting the processes is `helpers.engine_runs`; drawing the result is `helpers.
 from __future__ import annotations
 
 import inspect
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 import torch.distributed as dist
@@ -223,6 +225,137 @@ def _bind(function: Callable[..., Any], args: tuple, kwargs: dict) -> dict[str, 
     return dict(inspect.signature(function).bind(*args, **kwargs).arguments)
 
 
+def _copy(tensor: Tensor | None) -> Tensor | None:
+    return None if tensor is None else tensor.detach().clone()
+
+
+def _as_list(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, (list, tuple)) else [value]
+
+
+class _EngineSpy:
+    """A hook on the engine's `stage_backward` and on the `torch.autograd.backward` inside it.
+
+    Installed once per process while any rank records (ranks may be threads of one process, as
+    in the in-process tests), and reporting to the rank whose thread made the call.
+    """
+
+    _lock = threading.Lock()
+    _users = 0
+    _originals: ClassVar[dict[str, Callable[..., Any]]] = {}
+    _rank = threading.local()  # .recorder: this thread's _StageRecorder; .calls: its backward
+
+    @classmethod
+    @contextmanager
+    def reporting_to(cls, recorder: _StageRecorder) -> Iterator[None]:
+        import torch.distributed.pipelining.stage as stage_code
+
+        with cls._lock:
+            if cls._users == 0:
+                cls._originals = {
+                    "stage": stage_code.stage_backward,
+                    "autograd": torch.autograd.backward,
+                }
+                stage_code.stage_backward = cls._stage_backward
+                torch.autograd.backward = cls._autograd_backward
+            cls._users += 1
+        cls._rank.recorder = recorder
+        try:
+            yield
+        finally:
+            cls._rank.recorder = None
+            with cls._lock:
+                cls._users -= 1
+                if cls._users == 0:
+                    stage_code.stage_backward = cls._originals["stage"]
+                    torch.autograd.backward = cls._originals["autograd"]
+
+    @classmethod
+    def _stage_backward(cls, *args: Any, **kwargs: Any) -> Any:
+        engine_backward = cls._originals["stage"]
+        recorder = getattr(cls._rank, "recorder", None)
+        if recorder is None:  # a thread that is not recording
+            return engine_backward(*args, **kwargs)
+        cls._rank.calls = []
+        try:
+            result = engine_backward(*args, **kwargs)
+        finally:
+            calls, cls._rank.calls = cls._rank.calls, None
+        recorder.stage_backward_ran(_bind(engine_backward, args, kwargs), result, calls)
+        return result
+
+    @classmethod
+    def _autograd_backward(cls, tensors: Any, grad_tensors: Any = None, *rest: Any, **more: Any):
+        calls = getattr(cls._rank, "calls", None)
+        if calls is not None:
+            calls.append((_as_list(tensors), _as_list(grad_tensors)))
+        return cls._originals["autograd"](tensors, grad_tensors, *rest, **more)
+
+
+class _StageRecorder:
+    """Wraps one rank's stage so that every forward, backward and send is written down."""
+
+    def __init__(self, record: StageRun, rank: int, fault: tuple | None) -> None:
+        self.record, self.rank, self.fault = record, rank, fault
+        self.microbatch = -1
+        self.saved: Any = None  # the saved-tensor counter, set while the step runs
+
+    def wrap(self, stage: Any) -> None:
+        stage.forward_one_chunk = self._action("F", stage.forward_one_chunk)
+        stage.backward_one_chunk = self._action("B", stage.backward_one_chunk)
+        stage.get_fwd_send_ops = self._send_ops("activation", stage.get_fwd_send_ops)
+        stage.get_bwd_send_ops = self._send_ops("gradient", stage.get_bwd_send_ops)
+
+    def _action(self, kind: str, original: Callable[..., Any]) -> Callable[..., Any]:
+        def action(chunk_id: int, *args: Any, **kwargs: Any) -> Any:
+            self.microbatch = chunk_id
+            verb = "forward" if kind == "F" else "backward"
+            doing(f"computing the {verb} of micro-batch {chunk_id}")
+            if self.fault is not None and tuple(self.fault[:3]) == (self.rank, kind, chunk_id):
+                if self.fault[3] == "hang":
+                    time.sleep(3600)
+                raise RuntimeError(
+                    f"injected failure on rank {self.rank} in the {verb} of {chunk_id}"
+                )
+            out = original(chunk_id, *args, **kwargs)
+            self.record.actions.append((kind, chunk_id))
+            self.record.activation_bytes.append(self.saved.alive_bytes(activations_only=True))
+            doing("in the schedule, between computations (sending or receiving)")
+            return out
+
+        return action
+
+    def _send_ops(self, kind: str, original: Callable[..., Any]) -> Callable[..., Any]:
+        def send_ops(chunk_id: int) -> Any:
+            ops = original(chunk_id)
+            for op in ops or []:
+                size = op.tensor.numel() * op.tensor.element_size()
+                self.record.sent.append((kind, chunk_id, size))
+            return ops
+
+        return send_ops
+
+    def stage_backward_ran(self, bound: dict[str, Any], result: Any, calls: list) -> None:
+        """What one engine stage backward received, sent back, and asked autograd to do."""
+        grads = _as_list(bound["output_grads"])
+        outputs = _as_list(bound["stage_output"])
+        for tensors, given in calls:
+            self.record.backward_calls.append(
+                {
+                    "microbatch": self.microbatch,
+                    "outputs": [type(_node(t)).__name__ for t in tensors],
+                    "same outputs": all(
+                        any(_node(t) is _node(o) for o in outputs) for t in tensors
+                    ),
+                    "same gradients": len(given) == len(grads)
+                    and all(g is a for g, a in zip(given, grads, strict=True)),
+                }
+            )
+        first = _as_list(result)[0]
+        self.record.arrived[self.microbatch] = _copy(grads[0])
+        self.record.sent_back[self.microbatch] = _copy(first)
+
+
 def run_stage(
     rank: int,
     world_size: int = STAGES,
@@ -240,8 +373,6 @@ def run_stage(
     tokens, rank 2 the labels. `fault=(1, "F", 2, "hang")` makes rank 1 hang (or "raise") when
     it starts the forward of micro-batch 2 ("B" for a backward).
     """
-    import torch.distributed.pipelining.stage as stage_code
-
     if schedule not in SCHEDULES:
         raise ValueError(f"schedule must be one of {SCHEDULES}, not {schedule!r}")
     if fault is not None and (len(fault) != 4 or fault[3] not in FAULT_MODES):
@@ -257,85 +388,10 @@ def run_stage(
     module = stage_modules(build_models(seed))[rank]
     tokens, targets = pipeline_batch(data_seed)
     stage, runner, engine_scales = make_schedule(module, rank, schedule, microbatches, scale_grads)
-    current = {"microbatch": -1}
-
-    def recorded(kind: str, original: Callable[..., Any]) -> Callable[..., Any]:
-        def action(chunk_id: int, *args: Any, **kwargs: Any) -> Any:
-            current["microbatch"] = chunk_id
-            verb = "forward" if kind == "F" else "backward"
-            doing(f"computing the {verb} of micro-batch {chunk_id}")
-            if fault is not None and tuple(fault[:3]) == (rank, kind, chunk_id):
-                if fault[3] == "hang":
-                    time.sleep(3600)
-                raise RuntimeError(f"injected failure on rank {rank} in the {verb} of {chunk_id}")
-            out = original(chunk_id, *args, **kwargs)
-            record.actions.append((kind, chunk_id))
-            record.activation_bytes.append(saved.alive_bytes(activations_only=True))
-            doing("in the schedule, between computations (sending or receiving)")
-            return out
-
-        return action
-
-    def counted(kind: str, original: Callable[..., Any]) -> Callable[..., Any]:
-        def send_ops(chunk_id: int) -> Any:
-            ops = original(chunk_id)
-            for op in ops or []:
-                record.sent.append((kind, chunk_id, op.tensor.numel() * op.tensor.element_size()))
-            return ops
-
-        return send_ops
-
-    engine_backward = stage_code.stage_backward
-
-    def stage_backward(*args: Any, **kwargs: Any) -> Any:
-        """The engine's stage backward, with a hook on the autograd call inside it."""
-        bound = _bind(engine_backward, args, kwargs)
-        grads = bound["output_grads"]
-        grads = list(grads) if isinstance(grads, (list, tuple)) else [grads]
-        outputs = bound["stage_output"]
-        outputs = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
-        calls = []
-        autograd_backward = torch.autograd.backward
-
-        def spy(tensors: Any, grad_tensors: Any = None, *rest: Any, **more: Any) -> Any:
-            tensors = list(tensors) if isinstance(tensors, (list, tuple)) else [tensors]
-            given = grad_tensors
-            given = list(given) if isinstance(given, (list, tuple)) else [given]
-            calls.append(
-                {
-                    "microbatch": current["microbatch"],
-                    "outputs": [type(_node(t)).__name__ for t in tensors],
-                    "same outputs": all(
-                        any(_node(t) is _node(o) for o in outputs) for t in tensors
-                    ),
-                    "same gradients": len(given) == len(grads)
-                    and all(g is a for g, a in zip(given, grads, strict=True)),
-                }
-            )
-            return autograd_backward(tensors, grad_tensors, *rest, **more)
-
-        torch.autograd.backward = spy
-        try:
-            result = engine_backward(*args, **kwargs)
-        finally:
-            torch.autograd.backward = autograd_backward
-        mb = current["microbatch"]
-        record.arrived[mb] = None if grads[0] is None else grads[0].detach().clone()
-        first = result[0] if isinstance(result, (list, tuple)) else result
-        record.sent_back[mb] = None if first is None else first.detach().clone()
-        record.backward_calls.extend(calls)
-        return result
-
-    stage.forward_one_chunk = recorded("F", stage.forward_one_chunk)
-    stage.backward_one_chunk = recorded("B", stage.backward_one_chunk)
-    stage.get_fwd_send_ops = counted("activation", stage.get_fwd_send_ops)
-    stage.get_bwd_send_ops = counted("gradient", stage.get_bwd_send_ops)
-    stage_code.stage_backward = stage_backward
-    try:
-        with track_saved(known=module) as saved:
-            losses = schedule_step(runner, rank, tokens, targets)
-    finally:
-        stage_code.stage_backward = engine_backward
+    recorder = _StageRecorder(record, rank, fault)
+    recorder.wrap(stage)
+    with _EngineSpy.reporting_to(recorder), track_saved(known=module) as recorder.saved:
+        losses = schedule_step(runner, rank, tokens, targets)
     if scale_grads and not engine_scales:  # what later releases' scale_grads=True does
         for p in module.parameters():
             p.grad.div_(microbatches)

@@ -15,6 +15,7 @@ arrangement moved.
 from __future__ import annotations
 
 import copy
+import threading
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -70,6 +71,8 @@ __all__ = [
 ]
 
 POST_SEED = 42
+#: Held while models are built: torch's global generator is one per process, shared by threads.
+_GLOBAL_GENERATOR = threading.Lock()
 POST_INPUT = [[2, 1, 3, 0, 9]]
 #: The post's label: called one-hot there, but CrossEntropyLoss reads it as 3 class indices along
 #: the output's dim 1 (see notebook 06).
@@ -152,10 +155,11 @@ def build_models(
     `embedding_dim`, when given, makes the embedding narrower or wider than model 1's output.
     """
     vocab, width, width2, classes = dims
-    torch.manual_seed(seed)
-    model1 = MLPem0(vocab, width if embedding_dim is None else embedding_dim, width)
-    model2 = MLP1(width, width2)
-    model3 = MLP2L(width2, classes)
+    with _GLOBAL_GENERATOR:  # ranks run as threads build their models at the same moment
+        torch.manual_seed(seed)
+        model1 = MLPem0(vocab, width if embedding_dim is None else embedding_dim, width)
+        model2 = MLP1(width, width2)
+        model3 = MLP2L(width2, classes)
     return SplitModels(model1, model2, model3)
 
 

@@ -56,6 +56,8 @@ MODULES: dict[str, list[str]] = {
     "helpers/split_ranks.py": ["tests/test_split_ranks.py"],
     "helpers/rank_failures.py": ["tests/test_rank_failures.py"],
     "helpers/pipeline_schedule.py": ["tests/test_schedule_display.py"],
+    "helpers/pipeline_ranks.py": ["tests/test_pipeline_ranks.py"],
+    "helpers/data_parallel_ranks.py": ["tests/test_data_parallel_ranks.py"],
     **{
         f"helpers/exercises/{path.stem}.py": [f"tests/test_exercises_{path.stem}.py"]
         for path in sorted((ROOT / "helpers" / "exercises").glob("*.py"))
@@ -63,6 +65,11 @@ MODULES: dict[str, list[str]] = {
     },
     "helpers/exercises/check_yourself.py": ["tests/test_quiz.py"],
 }
+
+#: Modules whose tests start threads that talk gloo: mutmut must not fork its workers from the
+#: process that ran them (a worker inherits gloo's state and crashes or hangs), so it forks them
+#: from a server process that ran no test.
+FORKSERVER = {"helpers/pipeline_ranks.py", "helpers/data_parallel_ranks.py"}
 
 #: Modules left out, each with the reason (drawing and layout are checked by looking at them).
 LEFT_OUT: dict[str, str] = {
@@ -78,14 +85,6 @@ LEFT_OUT: dict[str, str] = {
     "helpers/schedule_display.py": "figures and source excerpts of notebook 07b; nothing computed",
     "helpers/engine_runs.py": "07b's launcher (processes, ports); tests/test_engine_runs.py: runs",
     "helpers/engines.py": "07b's command line; tests/test_engine_runs.py runs it and torchrun",
-    "helpers/pipeline_ranks.py": (
-        "runs only inside PyTorch's pipelining engine, in three processes (no in-memory stand-in "
-        "for its schedules); tests/test_pipeline_ranks.py runs them against one process"
-    ),
-    "helpers/data_parallel_ranks.py": (
-        "runs only inside DDP, in two processes; tests/test_data_parallel_ranks.py runs them "
-        "against one process"
-    ),
     "helpers/__init__.py": "the list of public names; tests/test_public_helpers.py checks it",
 }
 
@@ -139,6 +138,9 @@ def scratch_for(module: str) -> Path:
         # mutmut copies only the mutated .py file; helpers.language reads its text beside it.
         'also_copy = ["helpers/text"]\n'
     )
+    if module in FORKSERVER:
+        config += 'process_isolation = "forkserver"\n'
+
     (scratch / "pyproject.toml").write_text(config)
     return scratch
 

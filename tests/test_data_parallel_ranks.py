@@ -1,4 +1,6 @@
-"""DDP's ranks (helpers.data_parallel_ranks): two real processes, checked against one process."""
+"""DDP's ranks (helpers.data_parallel_ranks): two ranks, run as threads of this process
+(tests/rank_threads.py), checked against one process. tests/test_engine_processes.py runs them as
+real processes."""
 
 from __future__ import annotations
 
@@ -6,7 +8,6 @@ import pytest
 import torch
 
 from helpers.data_parallel_ranks import (
-    DP_ROLES,
     DP_WORLD,
     PostModel,
     accumulated_grads,
@@ -15,13 +16,13 @@ from helpers.data_parallel_ranks import (
     half_batch,
     run_data_parallel,
 )
-from helpers.engine_runs import run_ranks
 from helpers.pipeline_ranks import pipeline_batch
+from tests.rank_threads import run_here
 
 
 @pytest.fixture(scope="module")
 def dp():
-    return run_ranks(run_data_parallel, DP_WORLD, roles=DP_ROLES).results
+    return run_here(run_data_parallel, DP_WORLD)
 
 
 def test_the_halves_make_the_batch():

@@ -1,10 +1,19 @@
-"""Notebook 07b's exercise checker: a stage's backward split as zero-bubble schedules split it."""
+"""Notebook 07b's exercise checkers: a stage's backward split as zero-bubble schedules split it,
+and data parallelism's average written as a hook (checked on two real ranks)."""
 
 from __future__ import annotations
 
+import pytest
 import torch
+import torch.distributed as dist
 
-from helpers.exercises.engines import check_input_then_weights, stage_case
+from helpers.exercises.engines import (
+    average_hook_rank,
+    check_average_hook,
+    check_input_then_weights,
+    stage_case,
+)
+from tests.rank_threads import run_in_threads, threads_available
 from tests.text_edits import edit_feedback
 
 
@@ -150,3 +159,129 @@ def test_an_error_without_a_message_is_named_by_its_type():
     assert messages(silent)[1] == (
         "input_then_weights(output, grad, received, weights) raised ValueError: "
     )
+
+
+# The second exercise: data parallelism's average as a post-accumulate-grad hook, on two ranks.
+
+
+def average(p):
+    dist.all_reduce(p.grad)
+    p.grad /= dist.get_world_size()
+
+
+def average_divided_first(param):
+    param.grad = param.grad / 2
+    dist.all_reduce(param.grad)
+
+
+def summed(p):
+    dist.all_reduce(p.grad)
+
+
+def halved_only(p):
+    p.grad /= 2
+
+
+def reduced_a_copy(p):
+    dist.all_reduce(p.grad / dist.get_world_size())
+
+
+def reduced_the_weights(p):
+    dist.all_reduce(p.data)
+    p.data /= dist.get_world_size()
+
+
+def moves_the_weights(p):
+    dist.all_reduce(p.grad)
+    p.grad /= 2
+    p.data -= 0.1 * p.grad
+
+
+def uses_a_notebook_name(p):
+    dist.all_reduce(p.grad)
+    p.grad /= WORLD  # noqa: F821 - a name the ranks do not have
+
+
+def only_rank_0_reduces(p):
+    if dist.get_rank() == 0:
+        dist.all_reduce(p.grad)
+
+
+def raises(p):
+    raise ValueError("no")
+
+
+def placeholder(p):
+    """The notebook's cell as the learner finds it."""
+    ...
+
+
+def wrong_factor(p):
+    dist.all_reduce(p.grad)
+    p.grad /= 3
+
+
+def hook_messages(fn):
+    result = check_average_hook(fn)
+    return result.ok, " ".join(result.messages)
+
+
+def test_right_averages_pass_however_written():
+    for fn in (average, average_divided_first):
+        ok, said = hook_messages(fn)
+        assert ok, said
+    assert check_average_hook(average).success.startswith("right: each gradient is averaged")
+
+
+def test_each_typical_averaging_mistake_gets_its_own_message():
+    assert hook_messages(summed) == (False, (
+        "every rank holds twice the batch's gradient: all_reduce sums over the ranks; divide "
+        "by their number, dist.get_world_size()"))  # fmt: skip
+    assert hook_messages(halved_only)[1] == (
+        "each rank still holds the gradient of its own half: dist.all_reduce(p.grad) combines them"
+    )
+    assert (
+        "all_reduce(p.grad / dist.get_world_size()) reduced a new tensor"
+        in (hook_messages(reduced_a_copy)[1])
+    )
+    assert "went to the parameter, not to its gradient" in hook_messages(reduced_the_weights)[1]
+    assert hook_messages(moves_the_weights)[1] == (
+        "a weight changed during backward: reduce the gradient p.grad, not the parameter p"
+    )
+    assert hook_messages(wrong_factor)[1].startswith("after backward the ranks' p.grad is not")
+
+
+def test_a_failing_or_waiting_rank_is_explained():
+    ok, said = hook_messages(uses_a_notebook_name)
+    assert not ok and said.startswith("average(p) raised NameError: name 'WORLD' is not defined.")
+    assert "nothing else defined in the notebook" in said
+    assert hook_messages(raises)[1] == "average(p) raised on a rank: ValueError: no"
+    assert hook_messages(only_rank_0_reduces)[1].startswith("a rank stopped answering inside")
+
+
+def test_what_is_not_a_def_is_refused_before_any_rank_starts():
+    assert "still `...`" in hook_messages(placeholder)[1]
+    assert "still `...`" in hook_messages(...)[1]
+    assert hook_messages(3)[1] == "average is a int, not a function"
+    assert "with def in a cell" in hook_messages(lambda p: None)[1]
+    assert "with def in a cell" in hook_messages(print)[1]
+
+
+@pytest.mark.skipif(not threads_available(), reason="the processes above run the same code")
+def test_each_rank_runs_the_hook_on_every_parameter_of_its_half():
+    import inspect
+
+    from helpers.data_parallel_ranks import full_batch_grads, half_batch
+
+    kwargs = {"source": inspect.getsource(average), "name": "average"}
+    ranks = run_in_threads(average_hook_rank, 2, kwargs=kwargs)
+    full = full_batch_grads()
+    for rank in (0, 1):
+        assert ranks[rank]["weights changed"] is False
+        assert ranks[rank]["grads"].keys() == full.keys()
+        for name, g in full.items():
+            torch.testing.assert_close(ranks[rank]["grads"][name], g)
+    moved = run_in_threads(average_hook_rank, 2, kwargs={
+        "source": inspect.getsource(moves_the_weights), "name": "moves_the_weights"})  # fmt: skip
+    assert moved[0]["weights changed"] is True
+    assert not torch.equal(half_batch(0)[0], half_batch(1)[0])

@@ -1,15 +1,15 @@
-"""The pipeline's ranks (helpers.pipeline_ranks): three real processes running PyTorch's engine,
-checked against one process; and the parts that need no process, in one."""
+"""The pipeline's ranks (helpers.pipeline_ranks): PyTorch's engine on three ranks, run as threads
+of this process (tests/rank_threads.py), checked against one process; and the parts that need no
+ranks. tests/test_engine_processes.py runs the same ranks as real processes, with faults."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from helpers.engine_runs import run_ranks
 from helpers.pipeline_ranks import (
     MICROBATCHES,
-    ROLES,
+    SCHEDULES,
     STAGES,
     check_stage,
     engine_needs_repair,
@@ -18,16 +18,13 @@ from helpers.pipeline_ranks import (
     pipeline_batch,
     run_stage,
 )
-from helpers.rank_failures import DistributedRunError
+from tests.rank_threads import run_here, run_in_threads, threads_available
 
 
 @pytest.fixture(scope="module")
 def runs():
-    """One step of each schedule, three processes each."""
-    return {
-        name: run_ranks(run_stage, STAGES, roles=ROLES, kwargs={"schedule": name}).results
-        for name in ("GPipe", "1F1B")
-    }
+    """One step of each schedule, three ranks each."""
+    return {name: run_here(run_stage, STAGES, kwargs={"schedule": name}) for name in SCHEDULES}
 
 
 def test_the_batch_is_seeded_and_cut_into_equal_micro_batches():
@@ -113,37 +110,11 @@ def test_the_sends_are_counted_from_the_engine(runs):
 
 
 def test_without_scale_grads_the_gradients_are_the_sum_over_micro_batches():
-    unscaled = run_ranks(
-        run_stage, STAGES, roles=ROLES, kwargs={"schedule": "GPipe", "scale_grads": False}
-    ).results
+    unscaled = run_here(run_stage, STAGES, kwargs={"schedule": "GPipe", "scale_grads": False})
     reference = joint_reference()
     for rank in unscaled.values():
         for name, g in rank.grads.items():
             torch.testing.assert_close(g, MICROBATCHES * reference["grads"][name])
-
-
-def test_a_stage_that_raises_is_named_with_its_message():
-    with pytest.raises(DistributedRunError) as caught:
-        run_ranks(run_stage, STAGES, roles=ROLES, timeout=5,
-                  kwargs={"schedule": "GPipe", "fault": (2, "B", 1, "raise")})  # fmt: skip
-    message = str(caught.value)
-    assert message.startswith(
-        "rank 2 (stage 2: model 3 and the labels) failed while computing the backward of "
-        "micro-batch 1: RuntimeError: injected failure on rank 2 in the backward of 1"
-    )
-    assert caught.value.rank == 2 and "none is left running" in message
-
-
-def test_a_stage_that_hangs_is_named_by_its_neighbours_timeouts():
-    with pytest.raises(DistributedRunError) as caught:
-        run_ranks(run_stage, STAGES, roles=ROLES, timeout=2,
-                  kwargs={"schedule": "1F1B", "fault": (0, "F", 3, "hang")})  # fmt: skip
-    assert str(caught.value).splitlines()[:2] == [
-        "rank 0 (stage 0: model 1 and the input) stopped answering while computing the forward "
-        "of micro-batch 3",
-        "A rank waiting for it timed out; .reports has every rank's last state.",
-    ]
-    assert caught.value.rank == 0 and caught.value.reports[0]["status"] == "stopped"
 
 
 @pytest.mark.parametrize(
@@ -190,3 +161,21 @@ def test_the_repair_is_needed_only_where_the_engine_keeps_one_handle(monkeypatch
     assert schedules._batch_p2p([], desc="none") is None
     assert schedules._batch_p2p(["send", "recv"]).wait() is True
     assert waited == ["send", "recv"]  # every handle, not only the last
+
+
+@pytest.mark.skipif(not threads_available(), reason="tests/test_engine_processes.py has it")
+def test_a_fault_fails_the_named_rank_in_the_named_computation():
+    with pytest.raises(RuntimeError) as caught:
+        run_in_threads(run_stage, STAGES, timeout=2,
+                       kwargs={"schedule": "GPipe", "fault": (2, "B", 1, "raise")})  # fmt: skip
+    own = str(caught.value).split("rank 2 failed:")[1]
+    assert "RuntimeError: injected failure on rank 2 in the backward of 1" in own
+
+
+def test_the_example_inputs_for_torch_2_4_are_what_each_stage_receives():
+    from helpers.pipeline_ranks import _example_input
+
+    tokens, activation = _example_input(0, 2), _example_input(1, 2)
+    assert tokens.dtype == torch.long and tokens.shape == (2, 5) and not tokens.requires_grad
+    assert activation.shape == (2, 5, 6) and activation.requires_grad
+    assert activation.dtype == torch.float32 and _example_input(2, 3).shape == (3, 5, 6)

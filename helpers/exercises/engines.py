@@ -1,4 +1,5 @@
-"""Checker for notebook 07b's exercise: split one stage's backward the way zero-bubble schedules do.
+"""Checkers for notebook 07b's exercises: a stage's backward split as zero-bubble schedules split
+it, and data parallelism's average written as an autograd hook.
 
 `check_input_then_weights(input_then_weights)` calls the learner's
 `input_then_weights(output, grad, received, weights)` on a stage like model 2 (two linear layers
@@ -6,20 +7,32 @@ on a received activation). It must return `(input_grad, finish)`: the gradient f
 computed without writing any weight's `.grad`, and a function that then accumulates the weights'
 gradients. Both must equal what one full `output.backward(grad)` gives. For the usual mistakes (a
 full backward in the first part, a freed graph, `torch.autograd.grad` where `.grad` must be filled,
-the input's gradient computed again in `finish`) it says which one it saw. It never raises.
+the input's gradient computed again in `finish`) it says which one it saw.
+
+`check_average_hook(average)` registers the learner's `average(p)` as a post-accumulate-grad hook
+on every parameter of the post's three models on two real ranks (processes, as the notebook's
+DDP), each with half the batch. After backward every rank's `.grad` must be the whole batch's
+gradient. For the usual mistakes (a sum, no all-reduce, a reduced copy, the weights reduced
+instead of their gradients, a name from the notebook the ranks do not know, a rank that skips the
+all-reduce) it says which one it saw. Neither checker raises.
 """
 
 from __future__ import annotations
 
+import ast
+import inspect
+import textwrap
 from collections.abc import Callable
+from typing import Any
 
 import torch
+import torch.distributed as dist
 from torch import nn
 
 from helpers.checks import CheckResult, clean_message, feedback
 from helpers.language import say
 
-__all__ = ["check_input_then_weights", "stage_case"]
+__all__ = ["average_hook_rank", "check_average_hook", "check_input_then_weights", "stage_case"]
 
 #: The notebook whose text file holds this module's messages ([feedback] there).
 TEXT = "07b_pipeline_and_data_parallel"
@@ -105,3 +118,141 @@ def check_input_then_weights(split: Callable) -> CheckResult:
         if problems:
             return feedback(problems)
     return feedback([], success=say(TEXT, "feedback.success"))
+
+
+#: What the learner's hook may use on a rank: the ranks run its source alone, not the notebook.
+HOOK_NAMES = {"torch": torch, "dist": dist, "nn": nn}
+
+
+def average_hook_rank(rank: int, world_size: int, *, source: str, name: str) -> dict[str, Any]:
+    """One rank of check_average_hook: the learner's hook on every parameter, one backward on the
+    rank's half of the batch; the gradients, and whether a weight changed."""
+    from helpers.data_parallel_ranks import PostModel, _grads, half_batch
+    from helpers.engine_runs import doing
+    from helpers.split import token_loss
+
+    namespace = dict(HOOK_NAMES)
+    exec(compile(textwrap.dedent(source), f"<{name}>", "exec"), namespace)  # the learner's def
+    hook = namespace[name]
+    model = PostModel()
+    before = [p.detach().clone() for p in model.parameters()]
+    for p in model.parameters():
+        p.register_post_accumulate_grad_hook(hook)
+    tokens, targets = half_batch(rank)
+    doing(f"computing the backward, with {name}(p) on every parameter")
+    token_loss(model(tokens), targets).backward()
+    moved = any(not torch.equal(p, b) for p, b in zip(model.parameters(), before, strict=True))
+    return {"grads": _grads(model), "weights changed": moved}
+
+
+def _unfilled(function: Callable) -> bool:
+    """True when the function's body is only a docstring and `...`."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(function)))
+    except (OSError, TypeError, SyntaxError):
+        return False
+    body = tree.body[0].body if tree.body and hasattr(tree.body[0], "body") else []
+    body = [b for b in body if not (isinstance(b, ast.Expr) and isinstance(b.value, ast.Constant)
+                                    and isinstance(b.value.value, str))]  # fmt: skip
+    only = body[0].value if len(body) == 1 and isinstance(body[0], ast.Expr) else None
+    return isinstance(only, ast.Constant) and only.value is Ellipsis
+
+
+def _hook_failure(err: Any) -> str:
+    """What a failed run of the learner's hook says: a rank's own error, or a rank left waiting."""
+    from helpers.engine_runs import _SYMPTOM
+
+    own = [
+        r for r in err.reports.values()
+        if r["status"] == "error" and not _SYMPTOM.search(r["message"])
+    ]  # fmt: skip
+    if not own:  # only timeouts and closed connections: a rank skipped a collective, or hung
+        return say(TEXT, "feedback.hook_hung")
+    first = own[0]
+    lines = clean_message(first["message"]).splitlines()
+    error = f"{first['type']}: {lines[0] if lines else ''}"
+    if first["type"] == "NameError":
+        return say(TEXT, "feedback.hook_name", error=error)
+    return say(TEXT, "feedback.hook_raised", error=error)
+
+
+def _reduced_arguments(function: Callable) -> list[str]:
+    """The source text of what the function passes to all_reduce, call by call."""
+    tree = ast.parse(textwrap.dedent(inspect.getsource(function)))
+    return [
+        ast.unparse(node.args[0])
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and node.args
+        and getattr(node.func, "attr", getattr(node.func, "id", "")) == "all_reduce"
+    ]  # fmt: skip
+
+
+def _local_grads(rank: int) -> dict[str, torch.Tensor | None]:
+    """One process: the gradients of rank `rank`'s half alone (what a rank has before averaging)."""
+    from helpers.data_parallel_ranks import PostModel, _grads, half_batch
+    from helpers.split import token_loss
+
+    model = PostModel()
+    tokens, targets = half_batch(rank)
+    token_loss(model(tokens), targets).backward()
+    return _grads(model)
+
+
+def _average_verdict(results: dict[int, dict[str, Any]], average: Callable) -> str | None:
+    """None when every rank holds the whole batch's gradient; else what went wrong."""
+    from helpers.data_parallel_ranks import full_batch_grads
+
+    if any(r["weights changed"] for r in results.values()):
+        return say(TEXT, "feedback.hook_moved")
+    full = full_batch_grads()
+    local = {rank: _local_grads(rank) for rank in results}
+
+    def every_rank_holds(factor: float, want: Callable[[int], dict]) -> bool:
+        return all(
+            _close(results[rank]["grads"][n], factor * g)
+            for rank in results
+            for n, g in want(rank).items()
+        )
+
+    if every_rank_holds(1.0, lambda rank: full):
+        return None
+    if every_rank_holds(2.0, lambda rank: full):
+        return say(TEXT, "feedback.hook_summed")
+    if any(every_rank_holds(f, lambda rank: local[rank]) for f in (1.0, 1.0 / len(results))):
+        reduced = _reduced_arguments(average)  # each rank kept its own half: why?
+        if not reduced:
+            return say(TEXT, "feedback.hook_no_reduce")
+        param = next(iter(inspect.signature(average).parameters), "p")  # what the hook calls p
+        if any(a.split(".")[0] == param and not a.startswith(f"{param}.grad") for a in reduced):
+            return say(TEXT, "feedback.hook_weights")
+        return say(TEXT, "feedback.hook_copy", reduced=reduced[0])
+    return say(TEXT, "feedback.hook_wrong")
+
+
+def check_average_hook(average: Callable) -> CheckResult:
+    """Check the learner's `average(p)` hook on two ranks (see the module docstring)."""
+    from helpers.data_parallel_ranks import DP_ROLES, DP_WORLD
+    from helpers.engine_runs import run_ranks
+    from helpers.rank_failures import DistributedRunError
+
+    if average is Ellipsis:
+        return feedback([say(TEXT, "feedback.hook_unfilled")])
+    if not callable(average):
+        return feedback([say(TEXT, "feedback.hook_not_function", type=type(average).__name__)])
+    name = getattr(average, "__name__", "")
+    try:
+        source = inspect.getsource(average)
+    except (OSError, TypeError):
+        source = ""
+    if not name.isidentifier() or not source.lstrip().startswith("def "):
+        return feedback([say(TEXT, "feedback.hook_not_def")])
+    if _unfilled(average):
+        return feedback([say(TEXT, "feedback.hook_unfilled")])
+    kwargs = {"source": source, "name": name}
+    try:
+        run = run_ranks(average_hook_rank, DP_WORLD, roles=DP_ROLES, kwargs=kwargs,
+                        timeout=5, deadline=60)  # fmt: skip
+    except DistributedRunError as err:
+        return feedback([_hook_failure(err)])
+    problem = _average_verdict(run.results, average)
+    return feedback([problem] if problem else [], success=say(TEXT, "feedback.hook_success"))
