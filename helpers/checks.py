@@ -21,6 +21,7 @@ __all__ = [
     "expect_error",
     "expect_warning",
     "feedback",
+    "only_a_placeholder",
 ]
 
 _TRIGGERED = re.compile(r"\s*\(Triggered internally at [^)]*\)\.?")
@@ -208,6 +209,24 @@ class CheckResult:
         items = "".join(f"<li>{html.escape(m)}</li>" for m in self.messages)
         not_yet = html.escape(say("common", "checks.not_yet"))
         return f'<div style="color: #cf222e">❌ {not_yet}<ul>{items}</ul></div>'
+
+
+def only_a_placeholder(function: Callable) -> bool:
+    """True when a function's body is only a docstring and `...`: an exercise not yet written
+    (it runs, and returns None, so only its source tells)."""
+    import ast
+    import inspect
+    import textwrap
+
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(function)))
+    except (OSError, TypeError, SyntaxError):
+        return False
+    body = tree.body[0].body if tree.body and hasattr(tree.body[0], "body") else []
+    body = [b for b in body if not (isinstance(b, ast.Expr) and isinstance(b.value, ast.Constant)
+                                    and isinstance(b.value.value, str))]  # fmt: skip
+    only = body[0].value if len(body) == 1 and isinstance(body[0], ast.Expr) else None
+    return isinstance(only, ast.Constant) and only.value is Ellipsis
 
 
 def feedback(problems: list[str], success: str | None = None) -> CheckResult:

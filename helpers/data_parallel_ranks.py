@@ -11,8 +11,8 @@ ranks; `run_data_parallel` does on each, and records:
   on every parameter calls `all_reduce` as soon as that parameter's gradient is accumulated;
 - "no_sync": two micro-batches per rank, the first under `no_sync()` (no all-reduce), the
   second synchronised: gradient accumulation across ranks;
-- "unused": a model with a layer that forward never calls, with and without
-  `find_unused_parameters`.
+- "unused": a model with a layer that forward never calls, two steps without
+  `find_unused_parameters` (the second fails) and two with it.
 
 The one-process references (`full_batch_grads`, ...) are here too, so the notebook compares.
 """
@@ -185,8 +185,10 @@ def _unused(rank: int, seed: int, data_seed: int) -> dict[str, Any]:
         error = str(err).strip().splitlines()[0]
     dist.barrier()
     tolerant = DDP(PostModel(seed, unused_layer=True), find_unused_parameters=True)
-    doing("computing a step with an unused layer, with find_unused_parameters=True")
-    token_loss(tolerant(tokens), targets).backward()
+    doing("computing two steps with an unused layer, with find_unused_parameters=True")
+    for _ in range(2):  # the second forward, where the strict one failed, goes through
+        tolerant.zero_grad()
+        token_loss(tolerant(tokens), targets).backward()
     return {"error": error, "grads": _grads(tolerant)}
 
 

@@ -57,7 +57,11 @@ TOPICS = {
 }
 #: Topics of optional notebooks: quizzed there, and left out of notebook 10's final check, which
 #: a learner who skipped an optional notebook takes too.
-OPTIONAL_TOPICS = {"engines": "07b_pipeline_and_data_parallel.ipynb"}
+OPTIONAL_TOPICS = {
+    "engines": "07b_pipeline_and_data_parallel.ipynb",
+    "precision": "09b_mixed_precision_and_module_hooks.ipynb",
+    "compile": "09c_torch_compile_and_autograd.ipynb",
+}
 #: Every topic a quiz(...) call may name.
 ALL_TOPICS = {**TOPICS, **OPTIONAL_TOPICS}
 CHOICES = ("yes", "no")

@@ -23,6 +23,8 @@ STATE_COLUMNS = [
     "version",
     "shares storage with",
 ]
+#: Dtypes that make tensor_state add a "dtype" column: mixed precision, where dtype is the story.
+REDUCED_PRECISION = (torch.float16, torch.bfloat16)
 
 
 def describe_grad(grad: torch.Tensor | None, max_values: int = 6) -> str:
@@ -52,7 +54,10 @@ def _storage_key(t: torch.Tensor) -> int | None:
 
 def tensor_state(tensors: object = None, /, **named_tensors: torch.Tensor) -> Table:
     """A table of each tensor's autograd state, e.g. tensor_state(x=x, w=w, loss=loss); a model
-    or a dict of name -> tensor may come first (`helpers.naming`): tensor_state(model, x=x)."""
+    or a dict of name -> tensor may come first (`helpers.naming`): tensor_state(model, x=x).
+
+    When a tensor is float16 or bfloat16, a "dtype" column shows every tensor's dtype and its
+    .grad's (mixed precision); otherwise the column is left out."""
     if tensors is not None:
         named_tensors = {
             **naming.named_tensors(tensors, "tensor_state()'s first argument"),
@@ -87,4 +92,16 @@ def tensor_state(tensors: object = None, /, **named_tensors: torch.Tensor) -> Ta
                 "shares storage with": ", ".join(sharing) or "-",
             }
         )
-    return Table(STATE_COLUMNS, rows)
+    columns = list(STATE_COLUMNS)
+    if any(t.dtype in REDUCED_PRECISION for t in named_tensors.values()):
+        columns.insert(columns.index("shape") + 1, "dtype")
+        for row, t in zip(rows, named_tensors.values(), strict=True):
+            row["dtype"] = _dtypes(t)
+    return Table(columns, rows)
+
+
+def _dtypes(t: torch.Tensor) -> str:
+    """The tensor's dtype, and its .grad's when it has one: "float32 (grad float32)"."""
+    name = str(t.dtype).removeprefix("torch.")
+    grad = _read_grad(t)
+    return name if grad is None else f"{name} (grad {str(grad.dtype).removeprefix('torch.')})"

@@ -52,6 +52,9 @@ TARGET_SUITE_RATIO = 1.5
 TARGET_ABOVE_FLOOR = {
     "07_split_across_processes.ipynb": 10.0,
     "07b_pipeline_and_data_parallel.ipynb": 10.0,  # starts 3 + 3 + 3 + 2 + 3 processes
+    # torch.compile's first call of each of its 9 functions traces and compiles (seconds, measured
+    # in the notebook's first cell); 6 s is the most the course allows a notebook that compiles
+    "09c_torch_compile_and_autograd.ipynb": 6.0,
 }
 TARGET_WIDGET_MS = 100  # a widget's slowest update after a change of one of its controls
 WIDGET_CHANGES = 15  # changes of each control, timed one by one

@@ -58,6 +58,9 @@ MODULES: dict[str, list[str]] = {
     "helpers/pipeline_schedule.py": ["tests/test_schedule_display.py"],
     "helpers/pipeline_ranks.py": ["tests/test_pipeline_ranks.py"],
     "helpers/data_parallel_ranks.py": ["tests/test_data_parallel_ranks.py"],
+    "helpers/precision.py": ["tests/test_precision.py"],
+    "helpers/module_hooks.py": ["tests/test_module_hooks.py"],
+    "helpers/compiled_graphs.py": ["tests/test_compiled_graphs.py"],
     **{
         f"helpers/exercises/{path.stem}.py": [f"tests/test_exercises_{path.stem}.py"]
         for path in sorted((ROOT / "helpers" / "exercises").glob("*.py"))
@@ -66,10 +69,18 @@ MODULES: dict[str, list[str]] = {
     "helpers/exercises/check_yourself.py": ["tests/test_quiz.py"],
 }
 
-#: Modules whose tests start threads that talk gloo: mutmut must not fork its workers from the
-#: process that ran them (a worker inherits gloo's state and crashes or hangs), so it forks them
-#: from a server process that ran no test.
-FORKSERVER = {"helpers/pipeline_ranks.py", "helpers/data_parallel_ranks.py"}
+#: Modules whose tests start threads that talk gloo, run torch.compile or GradScaler's CPU
+#: kernels: mutmut must not fork its workers from the process that ran them (a worker inherits
+#: gloo's, dynamo's or the OpenMP thread pool's state and crashes or hangs, and a hang would count
+#: as caught), so it forks them from a server process that ran no test.
+FORKSERVER = {
+    "helpers/pipeline_ranks.py",
+    "helpers/data_parallel_ranks.py",
+    "helpers/compiled_graphs.py",
+    "helpers/exercises/compiled.py",
+    "helpers/precision.py",
+    "helpers/exercises/precision.py",
+}
 
 #: Modules left out, each with the reason (drawing and layout are checked by looking at them).
 LEFT_OUT: dict[str, str] = {

@@ -17,11 +17,13 @@ from helpers.data_parallel_ranks import (
     run_data_parallel,
 )
 from helpers.pipeline_ranks import pipeline_batch
-from tests.rank_threads import run_here
+from helpers.split import token_loss
+from tests.rank_threads import run_here, run_in_threads, threads_available
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def dp():
+    """Both ranks' records, run again for every test (0.1 s): see test_pipeline_ranks.runs."""
     return run_here(run_data_parallel, DP_WORLD)
 
 
@@ -88,3 +90,58 @@ def test_the_post_model_is_the_three_models_without_cuts():
 def test_the_batch_must_be_split_in_two():
     with pytest.raises(ValueError, match="split in 2, not 3"):
         run_data_parallel(0, 3)
+
+
+def test_other_seeds_and_data_give_their_own_full_batch():
+    dp = run_here(run_data_parallel, DP_WORLD, kwargs={"seed": 7, "data_seed": 1})
+    full, bigger = full_batch_grads(seed=7, data_seed=1), accumulated_grads(seed=7, data_seed=1)
+    assert not torch.allclose(full["model3.bias"], full_batch_grads()["model3.bias"])
+    for rank in range(DP_WORLD):
+        for name, g in full.items():
+            torch.testing.assert_close(dp[rank]["ddp"][name], g)
+            torch.testing.assert_close(dp[rank]["by hand"][name], g)
+            torch.testing.assert_close(dp[rank]["no_sync"][name], bigger[name])
+            if name in dp[rank]["unused"]["grads"]:
+                torch.testing.assert_close(dp[rank]["unused"]["grads"][name], g)
+        local = PostModel(7)
+        token_loss(local(half_batch(rank, 1)[0]), half_batch(rank, 1)[1]).backward()
+        torch.testing.assert_close(dp[rank]["local"]["model3.bias"], local.model3.bias.grad)
+
+
+def test_the_tiny_buckets_are_several_once_rebuilt_and_numbered(dp):
+    first, rebuilt = dp[0]["buckets"]
+    assert len(first) == 1 and len(rebuilt) == 2  # with DDP's default size: one bucket, always
+    for buckets in (first, rebuilt):
+        assert [b["bucket"] for b in buckets] == list(range(len(buckets)))
+
+
+def test_the_unused_layer_has_the_models_width():
+    assert PostModel(unused_layer=True).unused.weight.shape == (6, 6)
+
+
+def test_the_check_tolerates_rounding(dp):
+    nudged = {**dp[0], "ddp": {n: g + 5e-7 for n, g in dp[0]["ddp"].items()}}
+    assert check_rank(0, nudged) == (
+        "rank 0 (data-parallel rank 0: examples 0-3): 7 DDP gradients equal one process"
+    )
+
+
+@pytest.mark.skipif(not threads_available(), reason="needs ranks as threads")
+def test_each_rank_says_what_it_is_doing(monkeypatch):
+    import threading
+
+    from helpers import data_parallel_ranks
+
+    said = []
+    monkeypatch.setattr(data_parallel_ranks, "doing", lambda what: said.append(
+        (threading.current_thread().name, what)))  # fmt: skip
+    run_in_threads(run_data_parallel, DP_WORLD)
+    assert [what for name, what in said if name == "rank-0"] == [
+        "computing the gradients of its own half",
+        "computing DDP step 1",
+        "computing DDP step 2",
+        "computing the hand-written data-parallel backward",
+        "computing the accumulation under no_sync()",
+        "computing two steps with an unused layer, without find_unused_parameters",
+        "computing two steps with an unused layer, with find_unused_parameters=True",
+    ]

@@ -21,9 +21,10 @@ from helpers.pipeline_ranks import (
 from tests.rank_threads import run_here, run_in_threads, threads_available
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def runs():
-    """One step of each schedule, three ranks each."""
+    """One step of each schedule, three ranks each: run again for every test (0.2 s), because
+    `make mutate` credits what a fixture runs to the first test that asked for it only."""
     return {name: run_here(run_stage, STAGES, kwargs={"schedule": name}) for name in SCHEDULES}
 
 
@@ -179,3 +180,159 @@ def test_the_example_inputs_for_torch_2_4_are_what_each_stage_receives():
     assert tokens.dtype == torch.long and tokens.shape == (2, 5) and not tokens.requires_grad
     assert activation.shape == (2, 5, 6) and activation.requires_grad
     assert activation.dtype == torch.float32 and _example_input(2, 3).shape == (3, 5, 6)
+
+
+def test_each_record_names_its_rank_schedule_and_who_scaled(runs):
+    import inspect
+
+    from torch.distributed.pipelining import ScheduleGPipe
+
+    if "scale_grads" in inspect.signature(ScheduleGPipe).parameters:
+        scaler = "the engine (scale_grads=True)"
+    else:
+        scaler = ("run_stage: this release's schedules do not scale, so it divides by the number "
+                  "of micro-batches itself")  # fmt: skip
+    for schedule, ranks in runs.items():
+        for rank, record in ranks.items():
+            assert (record.rank, record.schedule) == (rank, schedule)
+            assert record.repaired is engine_needs_repair()
+            assert record.scaled_by == scaler
+    unscaled = run_here(run_stage, STAGES, kwargs={"scale_grads": False})
+    assert unscaled[0].scaled_by == "nobody (scale_grads=False): the sum over the micro-batches"
+
+
+def test_every_stage_backward_call_is_recorded_with_its_micro_batch_and_outputs(runs):
+    from helpers.split import build_models, cut
+
+    models = build_models()
+    f1 = models.model1(pipeline_batch()[0][:2])
+    names = {0: type(f1.grad_fn).__name__, 1: type(models.model2(cut(f1)).grad_fn).__name__}
+    for ranks in runs.values():
+        for rank in (0, 1):
+            calls = ranks[rank].backward_calls
+            assert sorted(c["microbatch"] for c in calls) == list(range(MICROBATCHES))
+            backwards = [m for k, m in ranks[rank].actions if k == "B"]
+            assert [c["microbatch"] for c in calls] == backwards
+            assert all(c["outputs"] == [names[rank]] for c in calls)
+
+
+def test_the_check_tolerates_rounding_and_says_which_rank(runs):
+    record = runs["GPipe"][2]
+    nudged = type(record)(**{**record.__dict__,
+                             "grads": {n: g + 5e-7 for n, g in record.grads.items()},
+                             "losses": [x + 5e-7 for x in record.losses]})  # fmt: skip
+    line = check_stage(2, nudged)
+    assert line.startswith(
+        "rank 2 (stage 2: model 3 and the labels): 2 gradients equal one process"
+    )
+    assert line.endswith("; loss " + f"{sum(nudged.losses) / MICROBATCHES:.4f}")
+
+
+def test_the_batch_uses_every_token_id_and_label_from_0():
+    tokens, targets = pipeline_batch()
+    assert int(tokens.min()) == 0 and int(targets.min()) == 0 and int(targets.max()) == 2
+
+
+@pytest.mark.skipif(not threads_available(), reason="tests/test_engine_processes.py has faults")
+def test_a_fault_in_a_forward_and_a_hang_are_injected_where_asked(monkeypatch):
+    from helpers import pipeline_ranks
+
+    with pytest.raises(RuntimeError) as caught:
+        run_in_threads(run_stage, STAGES, timeout=2,
+                       kwargs={"schedule": "1F1B", "fault": (1, "F", 2, "raise")})  # fmt: skip
+    assert "injected failure on rank 1 in the forward of 2" in str(caught.value)
+
+    class Slept(Exception):
+        pass
+
+    def sleep(seconds):
+        raise Slept(f"would sleep {seconds} s")
+
+    monkeypatch.setattr(pipeline_ranks.time, "sleep", sleep)
+    with pytest.raises(RuntimeError) as caught:
+        run_in_threads(run_stage, STAGES, timeout=2,
+                       kwargs={"schedule": "GPipe", "fault": (0, "B", 3, "hang")})  # fmt: skip
+    assert "Slept: would sleep 3600 s" in str(caught.value).split("rank 0 failed:")[1]
+
+
+@pytest.mark.skipif(not threads_available(), reason="needs ranks as threads")
+def test_each_rank_says_what_it_is_doing(monkeypatch):
+    import threading
+
+    from helpers import pipeline_ranks
+
+    said = []
+    monkeypatch.setattr(pipeline_ranks, "doing", lambda what: said.append(
+        (threading.current_thread().name, what)))  # fmt: skip
+    run_in_threads(run_stage, STAGES, kwargs={"schedule": "GPipe"})
+    rank1 = [what for name, what in said if name == "rank-1"]
+    assert rank1[0] == "building its stage and schedule"
+    assert rank1[1:4] == [
+        "computing the forward of micro-batch 0",
+        "in the schedule, between computations (sending or receiving)",
+        "computing the forward of micro-batch 1",
+    ]
+    assert "computing the backward of micro-batch 3" in rank1
+
+
+def test_the_spy_passes_other_threads_calls_through_unchanged(monkeypatch):
+    import threading
+
+    import torch.distributed.pipelining.stage as stage_code
+
+    from helpers.pipeline_ranks import StageRun, _EngineSpy, _StageRecorder
+
+    seen = []
+    monkeypatch.setattr(stage_code, "stage_backward", lambda *a, **k: seen.append(("stage", a, k)))
+    monkeypatch.setattr(torch.autograd, "backward", lambda *a, **k: seen.append(("autograd", a, k)))
+    recorder = _StageRecorder(StageRun(0, "GPipe"), 0, None)
+    with _EngineSpy.reporting_to(recorder):
+        def elsewhere():
+            stage_code.stage_backward(1, 2, output_grads=3)
+            torch.autograd.backward("t", "g", "more", retain_graph=True)
+
+        thread = threading.Thread(target=elsewhere)
+        thread.start()
+        thread.join()
+    assert seen == [("stage", (1, 2), {"output_grads": 3}),
+                    ("autograd", ("t", "g", "more"), {"retain_graph": True})]  # fmt: skip
+    assert recorder.record.backward_calls == [] and stage_code.stage_backward is not None
+
+
+def test_a_gradient_edge_starts_from_its_node_and_arguments_bind_by_name():
+    from helpers.pipeline_ranks import _bind, _node
+
+    class Edge:
+        node = "the node"
+
+    t = torch.ones(1, requires_grad=True) * 2
+    assert _node(Edge()) == "the node" and _node(t) is t.grad_fn
+    assert _bind(lambda a, b=0, *rest, c=1: None, (1,), {"c": 5}) == {"a": 1, "c": 5}
+
+
+def test_torch_2_4s_stage_gets_the_shapes_up_front(monkeypatch):
+    """torch 2.4's PipelineStage needs example inputs and outputs, and its schedules take no
+    scale_grads: make_schedule gives them what each stage receives and returns."""
+    import torch.distributed.pipelining as pipelining
+
+    from helpers.pipeline_ranks import make_schedule
+    from helpers.split import token_loss
+
+    made = {}
+
+    class OldStage:
+        def __init__(self, module, stage_index, num_stages, device, input_args, output_args):
+            made["stage"] = (module, stage_index, num_stages, device, input_args, output_args)
+
+    class OldGPipe:
+        def __init__(self, stage, n_microbatches, loss_fn):
+            made["schedule"] = (stage, n_microbatches, loss_fn)
+
+    monkeypatch.setattr(pipelining, "PipelineStage", OldStage)
+    monkeypatch.setattr(pipelining, "ScheduleGPipe", OldGPipe)
+    for rank, width in ((0, 6), (1, 6), (2, 3)):
+        stage, _, scales = make_schedule("module", rank, "GPipe", MICROBATCHES)
+        module, index, count, device, example, out = made["stage"]
+        assert (module, index, count, device.type) == ("module", rank, STAGES, "cpu")
+        assert out.shape == (2, 5, width) and example.shape[0] == 2
+        assert made["schedule"] == (stage, MICROBATCHES, token_loss) and scales is False

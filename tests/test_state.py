@@ -127,3 +127,17 @@ def test_a_model_or_a_dict_may_come_first_and_a_wrong_one_is_named():
         "tensor_state()'s first argument is a str; pass a model (nn.Module), a dict of "
         "name -> tensor, or model.named_parameters()"
     )
+
+
+def test_a_dtype_column_appears_only_when_precision_is_mixed():
+    w = torch.ones(2, requires_grad=True)
+    (w * 2).sum().backward()
+    plain = tensor_state(w=w)
+    assert "dtype" not in plain.columns and "dtype" not in plain.rows[0]
+    half = w.detach().half()
+    mixed = tensor_state(w=w, half=half)
+    assert mixed.columns[:3] == ["tensor", "shape", "dtype"]
+    assert mixed.row("w")["dtype"] == "float32 (grad float32)"
+    assert mixed.row("half")["dtype"] == "float16"
+    assert tensor_state(b=w.detach().bfloat16()).row("b")["dtype"] == "bfloat16"
+    assert "dtype" not in tensor_state(d=w.detach().double()).columns

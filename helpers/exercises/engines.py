@@ -29,7 +29,7 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from helpers.checks import CheckResult, clean_message, feedback
+from helpers.checks import CheckResult, clean_message, feedback, only_a_placeholder
 from helpers.language import say
 
 __all__ = ["average_hook_rank", "check_average_hook", "check_input_then_weights", "stage_case"]
@@ -145,19 +145,6 @@ def average_hook_rank(rank: int, world_size: int, *, source: str, name: str) -> 
     return {"grads": _grads(model), "weights changed": moved}
 
 
-def _unfilled(function: Callable) -> bool:
-    """True when the function's body is only a docstring and `...`."""
-    try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(function)))
-    except (OSError, TypeError, SyntaxError):
-        return False
-    body = tree.body[0].body if tree.body and hasattr(tree.body[0], "body") else []
-    body = [b for b in body if not (isinstance(b, ast.Expr) and isinstance(b.value, ast.Constant)
-                                    and isinstance(b.value.value, str))]  # fmt: skip
-    only = body[0].value if len(body) == 1 and isinstance(body[0], ast.Expr) else None
-    return isinstance(only, ast.Constant) and only.value is Ellipsis
-
-
 def _hook_failure(err: Any) -> str:
     """What a failed run of the learner's hook says: a rank's own error, or a rank left waiting."""
     from helpers.engine_runs import _SYMPTOM
@@ -246,7 +233,7 @@ def check_average_hook(average: Callable) -> CheckResult:
         source = ""
     if not name.isidentifier() or not source.lstrip().startswith("def "):
         return feedback([say(TEXT, "feedback.hook_not_def")])
-    if _unfilled(average):
+    if only_a_placeholder(average):
         return feedback([say(TEXT, "feedback.hook_unfilled")])
     kwargs = {"source": source, "name": name}
     try:

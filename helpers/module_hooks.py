@@ -1,0 +1,141 @@
+"""Module hooks, recorded: when each of nn.Module's four hooks runs, next to tensor hooks and
+AccumulateGrad, and what they see.
+
+Notebook 09b puts every kind of hook on a small model and runs one forward and one backward:
+
+    events = hook_events(model, x)      # [("forward pre-hook", "0 (Linear)"), ...], in order
+    event_table(events)                 # the same as a table
+
+`layer_statistics` is the everyday use: forward hooks record each layer's activations, backward
+hooks each layer's output gradient, and `statistics_figure` draws them per layer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from torch import Tensor, nn
+
+from helpers.display import Figure, Table
+
+__all__ = ["event_table", "hook_events", "layer_statistics", "statistics_figure"]
+
+
+def _label(name: str, module: nn.Module) -> str:
+    return f"{name} ({type(module).__name__})"
+
+
+def hook_events(model: nn.Module, x: Tensor) -> list[tuple[str, str]]:
+    """Run `model(x).sum().backward()` with every hook on every submodule and parameter; the
+    hooks in the order they ran, as (kind of hook, what it is on).
+
+    Kinds: the four module hooks, a tensor hook on each submodule's output (registered by its
+    forward hook), and a post-accumulate-grad hook on each parameter (after AccumulateGrad).
+    All hooks are removed afterwards.
+    """
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"hook_events() needs an nn.Module, not a {type(model).__name__}")
+    events: list[tuple[str, str]] = []
+    handles = []
+    for name, module in model.named_children():
+        label = _label(name, module)
+
+        def forward_hook(m, args, out, label=label):
+            events.append(("forward hook", label))
+            if isinstance(out, Tensor) and out.requires_grad:
+                out.register_hook(lambda g, label=label: events.append(("tensor hook", label)))
+
+        handles += [
+            module.register_forward_pre_hook(
+                lambda m, args, label=label: events.append(("forward pre-hook", label))
+            ),
+            module.register_forward_hook(forward_hook),
+            module.register_full_backward_pre_hook(
+                lambda m, go, label=label: events.append(("backward pre-hook", label))
+            ),
+            module.register_full_backward_hook(
+                lambda m, gi, go, label=label: events.append(("backward hook", label))
+            ),
+        ]
+    for pname, p in model.named_parameters():
+        handles.append(
+            p.register_post_accumulate_grad_hook(
+                lambda p, pname=pname: events.append(("post-accumulate-grad hook", pname))
+            )
+        )
+    try:
+        model(x).sum().backward()
+    finally:
+        for handle in handles:
+            handle.remove()
+    return events
+
+
+def event_table(events: Sequence[tuple[str, str]]) -> Table:
+    """The recorded hooks as a table: order, pass (forward or backward), hook, what it is on."""
+    rows = [
+        {
+            "#": i,
+            "pass": "forward" if kind.startswith("forward") else "backward",
+            "hook": kind,
+            "on": on,
+        }
+        for i, (kind, on) in enumerate(events, start=1)
+    ]
+    return Table(["#", "pass", "hook", "on"], rows)
+
+
+def layer_statistics(model: nn.Module, x: Tensor, y: Tensor) -> list[dict[str, Any]]:
+    """One forward and backward of mse(model(x), y) with a forward hook per layer: it records the
+    layer's activation standard deviation, and puts a tensor hook on the output that records the
+    norm of the gradient arriving there. Layers are the model's children that have parameters.
+
+    (A backward pre-hook receives the same gradient, but when the model's input needs no
+    gradient, torch warns about the first layer's backward hooks; a tensor hook has no such
+    case.)"""
+    stats: dict[str, dict[str, Any]] = {}
+    handles = []
+    for name, module in model.named_children():
+        if not any(True for _ in module.parameters()):
+            continue
+        stats[name] = {"layer": _label(name, module)}
+
+        def record_gradient(grad: Tensor, name: str) -> None:
+            stats[name]["output gradient norm"] = float(grad.norm())
+
+        def record_output(m, args, out, name=name):
+            stats[name]["activation std"] = float(out.detach().std())
+            out.register_hook(lambda grad: record_gradient(grad, name))
+
+        handles.append(module.register_forward_hook(record_output))
+    try:
+        nn.functional.mse_loss(model(x), y).backward()
+    finally:
+        for handle in handles:
+            handle.remove()
+    return list(stats.values())
+
+
+def statistics_figure(rows: Sequence[dict[str, Any]]) -> Figure:
+    """Per layer, from the first to the last: activation std and output-gradient norm."""
+    from matplotlib.figure import Figure as MplFigure
+
+    labels = [r["layer"].split(" ")[0] for r in rows]
+    fig = MplFigure(figsize=(8, 2.8))
+    left, right = fig.subplots(1, 2)
+    left.bar(labels, [r["activation std"] for r in rows], color="#4c72b0")
+    left.set_ylabel("activation std")
+    right.bar(labels, [r["output gradient norm"] for r in rows], color="#dd8452")
+    right.set_ylabel("output gradient norm")
+    right.set_yscale("log")
+    for ax in (left, right):
+        ax.set_xlabel("layer (module name)")
+        ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    first, last = rows[0], rows[-1]
+    text = (
+        f"output gradient norm {first['output gradient norm']:.2g} at layer {labels[0]}, "
+        f"{last['output gradient norm']:.2g} at layer {labels[-1]}"
+    )
+    return Figure(fig, description=f"per-layer statistics from hooks: {text}")

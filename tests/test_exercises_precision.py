@@ -1,0 +1,133 @@
+"""Notebook 09b's exercise checker: one mixed-precision step; right answers written differently
+pass, and each usual mistake gets its own message."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from helpers.exercises.precision import (
+    MISTAKES,
+    amp_batches,
+    check_amp_step,
+    right_step,
+)
+from tests.text_edits import edit_feedback
+
+
+def loss_of(net, x, y):
+    with torch.autocast("cpu", dtype=torch.float16):
+        return nn.functional.mse_loss(net(x), y)
+
+
+def written_differently(net, x, y, opt, scaler, max_norm):
+    for p in net.parameters():
+        p.grad = None
+    with torch.autocast(device_type="cpu", dtype=torch.float16):
+        loss = ((net(x) - y) ** 2).mean()
+    scaler.scale(loss).backward()
+    scaler.unscale_(opt)
+    torch.nn.utils.clip_grad_norm_(list(net.parameters()), max_norm=max_norm)
+    scaler.step(opt)
+    scaler.update()
+    return loss
+
+
+def no_scale(net, x, y, opt, scaler, max_norm):
+    opt.zero_grad()
+    loss_of(net, x, y).backward()
+    scaler.unscale_(opt)
+    scaler.step(opt)
+    scaler.update()
+
+
+def no_update(net, x, y, opt, scaler, max_norm):
+    opt.zero_grad()
+    scaler.scale(loss_of(net, x, y)).backward()
+    scaler.unscale_(opt)
+    nn.utils.clip_grad_norm_(net.parameters(), max_norm)
+    scaler.step(opt)
+
+
+def unscale_twice(net, x, y, opt, scaler, max_norm):
+    opt.zero_grad()
+    scaler.scale(loss_of(net, x, y)).backward()
+    scaler.unscale_(opt)
+    scaler.unscale_(opt)
+
+
+def no_unscale(net, x, y, opt, scaler, max_norm):
+    opt.zero_grad()
+    scaler.scale(loss_of(net, x, y)).backward()
+    nn.utils.clip_grad_norm_(net.parameters(), max_norm)
+    scaler.step(opt)
+    scaler.update()
+
+
+def bfloat16(net, x, y, opt, scaler, max_norm):
+    opt.zero_grad()
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        loss = nn.functional.mse_loss(net(x), y)
+    scaler.scale(loss).backward()
+    scaler.unscale_(opt)
+    nn.utils.clip_grad_norm_(net.parameters(), max_norm)
+    scaler.step(opt)
+    scaler.update()
+
+
+def placeholder(net, x, y, optimizer, scaler, max_norm):
+    """As the notebook's cell starts."""
+    ...
+
+
+def said(fn):
+    result = check_amp_step(fn)
+    return result.ok, " ".join(result.messages)
+
+
+def test_right_answers_pass_however_written():
+    for fn in (right_step, written_differently):
+        ok, text = said(fn)
+        assert ok, text
+    assert check_amp_step(right_step).success.startswith("right: zero, scaled backward")
+
+
+def test_each_mistake_the_checker_runs_itself_is_named():
+    expected = {
+        "no_zero_grad": "gradients of the previous step were still in .grad",
+        "clip_first": "the clip saw the scaled gradients",
+        "no_clip": "norm was above max_norm",
+        "optimizer_step": "step with scaler.step(optimizer)",
+    }
+    assert set(MISTAKES) == set(expected)
+    for key, words in expected.items():
+        ok, text = said(MISTAKES[key])
+        assert not ok and words in text, key
+
+
+def test_mistakes_gradscaler_refuses_are_explained():
+    assert "not from scaler.scale(loss)" in said(no_scale)[1]
+    assert "end each step with scaler.update()" in said(no_update)[1]
+    assert "ran twice in one step" in said(unscale_twice)[1]
+    assert "the clip saw the scaled gradients" in said(no_unscale)[1]  # step unscales after clip
+
+
+def test_other_runs_and_answers_that_are_not_a_step():
+    assert said(bfloat16)[1] == (
+        "the weights after step 1 differ from a correct mixed-precision step"
+    )
+    assert "never moved" in said(lambda *args: None)[1]
+    assert "still `...`" in said(placeholder)[1] and "still `...`" in said(...)[1]
+    assert said(3)[1] == "amp_step is a int, not a function"
+    assert said(lambda *args: 1 / 0)[1].endswith("raised ZeroDivisionError: division by zero")
+
+
+def test_the_third_batch_overflows_once_scaled():
+    batches = amp_batches()
+    assert len(batches) == 4 and batches[2][0][0, 0] == 1e5
+    assert torch.equal(batches[0][0], batches[3][0])
+
+
+def test_the_feedback_comes_from_the_text_file(monkeypatch):
+    edit_feedback(monkeypatch, "09b_mixed_precision_and_module_hooks", {"no_clip": "EDITED"})
+    assert said(MISTAKES["no_clip"])[1] == "EDITED"

@@ -1,0 +1,67 @@
+"""helpers.module_hooks: the order every kind of hook runs in, and per-layer statistics."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+from helpers.module_hooks import event_table, hook_events, layer_statistics, statistics_figure
+
+
+def small():
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 1))
+
+
+def test_forward_hooks_run_layer_by_layer_and_backward_in_reverse():
+    model = small()
+    events = hook_events(model, torch.randn(2, 3, requires_grad=True))
+    assert events[:6] == [
+        ("forward pre-hook", "0 (Linear)"), ("forward hook", "0 (Linear)"),
+        ("forward pre-hook", "1 (Tanh)"), ("forward hook", "1 (Tanh)"),
+        ("forward pre-hook", "2 (Linear)"), ("forward hook", "2 (Linear)"),
+    ]  # fmt: skip
+    assert events[6:11] == [
+        ("backward pre-hook", "2 (Linear)"), ("tensor hook", "2 (Linear)"),
+        ("post-accumulate-grad hook", "2.bias"), ("post-accumulate-grad hook", "2.weight"),
+        ("backward hook", "2 (Linear)"),
+    ]  # fmt: skip
+    assert events[-1] == ("backward hook", "0 (Linear)") and len(events) == 19
+    assert sum(kind == "post-accumulate-grad hook" for kind, _ in events) == 4
+
+
+def test_every_hook_is_removed_afterwards():
+    model = small()
+    hook_events(model, torch.randn(2, 3, requires_grad=True))
+    for module in model:
+        assert not module._forward_hooks and not module._forward_pre_hooks
+        assert not module._backward_hooks and not module._backward_pre_hooks
+    model(torch.randn(2, 3)).sum().backward()  # runs with no hook left
+
+
+def test_the_event_table_numbers_the_hooks_and_names_the_pass():
+    table = event_table([("forward hook", "0 (Linear)"), ("tensor hook", "0 (Linear)")])
+    assert table.columns == ["#", "pass", "hook", "on"]
+    assert [r["pass"] for r in table.rows] == ["forward", "backward"] and table.rows[1]["#"] == 2
+
+
+def test_layer_statistics_come_from_the_hooks():
+    torch.manual_seed(0)
+    deep = nn.Sequential(nn.Linear(4, 4), nn.Tanh(), nn.Linear(4, 1))
+    x, y = torch.randn(8, 4), torch.randn(8, 1)
+    rows = layer_statistics(deep, x, y)
+    assert [r["layer"] for r in rows] == ["0 (Linear)", "2 (Linear)"]
+    hidden = deep[0](x).detach()
+    assert rows[0]["activation std"] == pytest.approx(float(hidden.std()))
+    out = deep(x).detach().requires_grad_()
+    nn.functional.mse_loss(out, y).backward()
+    assert rows[1]["output gradient norm"] == pytest.approx(float(out.grad.norm()))
+    assert not deep[0]._forward_hooks
+    figure = statistics_figure(rows)
+    assert repr(figure).startswith("[figure: per-layer statistics from hooks")
+
+
+def test_bad_input_names_what_to_pass():
+    with pytest.raises(TypeError, match=r"needs an nn\.Module, not a function"):
+        hook_events(lambda x: x, torch.ones(1))

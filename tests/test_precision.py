@@ -1,0 +1,106 @@
+"""helpers.precision: the formats' ranges, gradients under autocast, and GradScaler's traps."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from helpers.precision import (
+    LOSS_WEIGHTS,
+    SCALE,
+    autocast_grads,
+    clip_in_order,
+    format_table,
+    precision_sweep,
+    relative_error,
+    scaler_steps,
+    small_network,
+    sweep_figure,
+    underflow_share,
+)
+
+
+def test_the_format_table_is_torch_finfo():
+    table = format_table()
+    assert [r["dtype"] for r in table.rows] == ["float32", "float16", "bfloat16"]
+    half = table.row("float16")
+    assert half["bits"] == 16 and half["largest"] == "6.55e+04"
+    assert half["smallest normal"] == "6.1e-05" and half["smallest subnormal"] == "5.96e-08"
+    assert table.row("bfloat16")["smallest subnormal"] == "9.18e-41"
+    assert table.row("float32")["eps (precision)"] == "1.19e-07"
+
+
+def test_the_network_and_batch_are_seeded():
+    a, b = small_network(), small_network()
+    assert torch.equal(a[1], b[1]) and torch.equal(a[2], b[2])
+    assert all(torch.equal(p, q) for p, q in zip(a[0].parameters(), b[0].parameters(), strict=True))
+    assert a[1].shape == (64, 16) and not torch.equal(a[1], small_network(seed=1)[1])
+
+
+def test_autocast_grads_divide_the_scale_out_and_keep_float32_grads():
+    net, x, y = small_network()
+    plain = autocast_grads(net, x, y)
+    scaled = autocast_grads(net, x, y, scale=SCALE)
+    for name, g in plain.items():
+        torch.testing.assert_close(scaled[name], g)  # float32: scaling is exact, and divided out
+    half = autocast_grads(net, x, y, dtype=torch.float16)
+    assert all(g.dtype == torch.float32 for g in half.values())
+    assert 0 < relative_error(half, plain) < 0.01  # float16: close, not equal
+    weighted = autocast_grads(net, x, y, loss_weight=0.5)
+    torch.testing.assert_close(weighted["0.weight"], 0.5 * plain["0.weight"])
+
+
+def test_underflow_share_and_relative_error_count_what_they_say():
+    ref = {"a": torch.tensor([1.0, 2.0, 0.0, 4.0])}
+    assert underflow_share({"a": torch.tensor([1.0, 0.0, 0.0, 0.0])}, ref) == 0.5
+    assert underflow_share(ref, ref) == 0 and relative_error(ref, ref) == 0
+    two = {"a": ref["a"], "b": torch.tensor([3.0, 4.0])}
+    off = {"a": ref["a"], "b": torch.tensor([3.0, 4.0]) * 1.5}
+    assert relative_error(off, two) == pytest.approx(0.5)
+    assert underflow_share({"a": ref["a"], "b": torch.zeros(2)}, two) == pytest.approx(2 / 6)
+
+
+def test_the_sweep_shows_float16_underflow_and_the_cures():
+    rows = precision_sweep()
+    assert [r["loss weight"] for r in rows] == list(LOSS_WEIGHTS)
+    zeros = [r["float16: zeros"] for r in rows]
+    assert zeros[0] == 0 and zeros[-1] == 1.0 and zeros == sorted(zeros)
+    assert all(r["float16 × scale: zeros"] == 0 == r["bfloat16: zeros"] for r in rows)
+    assert all(r["float16 × scale: error"] < 0.01 for r in rows)
+    assert rows[-1]["float16: error"] == pytest.approx(1.0)  # all zero: 100% error
+    figure = sweep_figure(rows)
+    assert "float16 100% zeros" in repr(figure) and "bfloat16 0% zeros" in repr(figure)
+
+
+def test_clipping_before_unscale_shrinks_the_step_by_the_scale():
+    right, wrong = clip_in_order("unscale_, then clip"), clip_in_order("clip, then unscale_")
+    assert right["norm stepped with"] == pytest.approx(0.25, rel=1e-4)
+    assert right["weights moved"] == pytest.approx(0.1 * 0.25, rel=1e-4)  # lr × the clipped norm
+    assert wrong["norm the clip saw"] == pytest.approx(right["norm the clip saw"] * SCALE, rel=1e-2)
+    assert wrong["norm stepped with"] == pytest.approx(0.25 / SCALE, rel=1e-3)
+    unclipped = clip_in_order("unscale_, then clip", max_norm=10.0)
+    assert unclipped["norm stepped with"] == pytest.approx(unclipped["norm the clip saw"])
+    with pytest.raises(ValueError, match="order must be one of"):
+        clip_in_order("clip")
+
+
+def test_an_overflowing_step_is_skipped_and_the_scale_halves():
+    _, x, y = small_network()
+    outlier = x.clone()
+    outlier[0, 0] = 1e5
+    run = scaler_steps([(x, y), (outlier, y), (x, y)])
+    assert [r["gradients finite"] for r in run] == [True, False, True]
+    assert [r["weights moved"] for r in run] == [True, False, True]
+    assert [r["scale used"] for r in run] == [SCALE, SCALE, SCALE / 2]
+    assert run[1]["scale after"] == SCALE / 2 and run[0]["step"] == 1
+    assert run[2]["loss"] < run[0]["loss"]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [({"dtype": torch.float64}, "dtype must be"), ({"scale": 0}, "scale must be a positive")],
+)
+def test_bad_arguments_say_what_to_pass(kwargs, match):
+    net, x, y = small_network()
+    with pytest.raises(ValueError, match=match):
+        autocast_grads(net, x, y, **kwargs)
