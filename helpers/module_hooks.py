@@ -122,16 +122,17 @@ def statistics_figure(rows: Sequence[dict[str, Any]]) -> Figure:
     from matplotlib.figure import Figure as MplFigure
 
     labels = [r["layer"].split(" ")[0] for r in rows]
-    fig = MplFigure(figsize=(8, 2.8))
+    fig = MplFigure(figsize=(8, 2.8))  # pragma: no mutate (size, by eye)
     left, right = fig.subplots(1, 2)
-    left.bar(labels, [r["activation std"] for r in rows], color="#4c72b0")
+    left.bar(labels, [r["activation std"] for r in rows], color="#4c72b0")  # pragma: no mutate
     left.set_ylabel("activation std")
-    right.bar(labels, [r["output gradient norm"] for r in rows], color="#dd8452")
+    gradient_norms = [r["output gradient norm"] for r in rows]
+    right.bar(labels, gradient_norms, color="#dd8452")  # pragma: no mutate (colour, by eye)
     right.set_ylabel("output gradient norm")
     right.set_yscale("log")
     for ax in (left, right):
         ax.set_xlabel("layer (module name)")
-        ax.grid(axis="y", alpha=0.3)
+        ax.grid(axis="y", alpha=0.3)  # pragma: no mutate (a faint grid, by eye)
     fig.tight_layout()
     first, last = rows[0], rows[-1]
     text = (

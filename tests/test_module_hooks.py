@@ -65,3 +65,36 @@ def test_layer_statistics_come_from_the_hooks():
 def test_bad_input_names_what_to_pass():
     with pytest.raises(TypeError, match=r"needs an nn\.Module, not a function"):
         hook_events(lambda x: x, torch.ones(1))
+
+
+def test_the_figure_shows_both_statistics_per_layer():
+    rows = [
+        {"layer": "0 (Linear)", "activation std": 0.5, "output gradient norm": 0.01},
+        {"layer": "2 (Linear)", "activation std": 0.3, "output gradient norm": 0.2},
+        {"layer": "4 (Linear)", "activation std": 0.1, "output gradient norm": 0.4},
+    ]
+    figure = statistics_figure(rows)
+    assert repr(figure) == (
+        "[figure: per-layer statistics from hooks: output gradient norm 0.01 at layer 0, "
+        "0.4 at layer 4]"
+    )
+    left, right = figure.figure.axes
+    assert (left.get_ylabel(), right.get_ylabel()) == ("activation std", "output gradient norm")
+    assert right.get_yscale() == "log" and left.get_yscale() == "linear"
+    assert left.get_xlabel() == right.get_xlabel() == "layer (module name)"
+    assert [t.get_text() for t in left.get_xticklabels()] == ["0", "2", "4"]
+    assert [p.get_height() for p in left.patches] == [0.5, 0.3, 0.1]
+    assert [p.get_height() for p in right.patches] == [0.01, 0.2, 0.4]
+    assert left.get_position().x0 < right.get_position().x0  # side by side
+
+
+def test_a_module_whose_output_needs_no_gradient_gets_no_tensor_hook():
+    import warnings
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Identity(), nn.Linear(3, 1))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # newer torch warns: no input of layer 1 needs a gradient
+        events = hook_events(model, torch.randn(2, 3))
+    assert ("tensor hook", "0 (Identity)") not in events
+    assert ("tensor hook", "1 (Linear)") in events

@@ -104,3 +104,25 @@ def test_bad_arguments_say_what_to_pass(kwargs, match):
     net, x, y = small_network()
     with pytest.raises(ValueError, match=match):
         autocast_grads(net, x, y, **kwargs)
+
+
+def test_the_sweep_figure_has_a_line_per_way_on_log_axes():
+    rows = [
+        {"loss weight": 1.0, "a: zeros": 0.0, "a: error": 0.01, "b: zeros": 0.0, "b: error": 0.1},
+        {"loss weight": 0.1, "a: zeros": 0.5, "a: error": 0.5, "b: zeros": 0.0, "b: error": 0.1},
+    ]
+    figure = sweep_figure(rows)
+    assert repr(figure) == (
+        "[figure: gradients under autocast; at weight 0.1: a 50% zeros, b 0% zeros]"
+    )
+    zeros, errors = figure.figure.axes
+    assert [line.get_label() for line in zeros.get_lines()] == ["a", "b"]
+    assert list(zeros.get_lines()[0].get_ydata()) == [0.0, 0.5]
+    assert list(errors.get_lines()[1].get_ydata()) == [0.1, 0.1]
+    assert list(zeros.get_lines()[0].get_xdata()) == [1.0, 0.1]
+    assert zeros.get_xscale() == errors.get_xscale() == errors.get_yscale() == "log"
+    assert zeros.get_yscale() == "linear" and zeros.xaxis_inverted() and errors.xaxis_inverted()
+    assert zeros.get_ylabel() == "share of gradient entries = 0"
+    assert errors.get_ylabel() == "largest relative error"
+    assert zeros.get_xlabel() == "loss weight (gradients this much smaller)"
+    assert zeros.get_legend() is not None and errors.get_legend() is None
