@@ -335,4 +335,52 @@ def test_torch_2_4s_stage_gets_the_shapes_up_front(monkeypatch):
         module, index, count, device, example, out = made["stage"]
         assert (module, index, count, device.type) == ("module", rank, STAGES, "cpu")
         assert out.shape == (2, 5, width) and example.shape[0] == 2
+        assert example.dtype == (torch.long if rank == 0 else torch.float32)
         assert made["schedule"] == (stage, MICROBATCHES, token_loss) and scales is False
+
+
+def test_later_releases_schedules_scale_the_gradients_unless_told_not_to(monkeypatch):
+    import torch.distributed.pipelining as pipelining
+
+    from helpers.pipeline_ranks import make_schedule
+
+    made = {}
+
+    class NewStage:
+        def __init__(self, module, stage_index, num_stages, device, input_args=None):
+            made["stage"] = (module, stage_index, num_stages, device.type, input_args)
+
+    class New1F1B:
+        def __init__(self, stage, n_microbatches, loss_fn, scale_grads=True):
+            made["scale_grads"] = scale_grads
+
+    monkeypatch.setattr(pipelining, "PipelineStage", NewStage)
+    monkeypatch.setattr(pipelining, "Schedule1F1B", New1F1B)
+    assert make_schedule("m", 1, "1F1B", MICROBATCHES)[2] is True
+    assert made == {"stage": ("m", 1, STAGES, "cpu", None), "scale_grads": True}
+    make_schedule("m", 1, "1F1B", MICROBATCHES, scale_grads=False)
+    assert made["scale_grads"] is False
+
+
+def test_the_recorder_sees_what_the_engine_passed_and_what_autograd_was_given(monkeypatch):
+    import torch.distributed.pipelining.stage as stage_code
+
+    from helpers.pipeline_ranks import StageRun, _EngineSpy, _StageRecorder
+
+    output = torch.ones(2, requires_grad=True) * 3
+    arrived, other = torch.full((2,), 2.0), torch.full((2,), 5.0)
+
+    def engine(stage_output, output_grads, input_values=None):
+        torch.autograd.backward([stage_output], grad_tensors=[other])  # not what arrived
+        return [torch.full((2,), 7.0)]
+
+    monkeypatch.setattr(stage_code, "stage_backward", engine)
+    recorder = _StageRecorder(StageRun(1, "GPipe"), 1, None)
+    recorder.microbatch = 3
+    with _EngineSpy.reporting_to(recorder):
+        stage_code.stage_backward(stage_output=output, output_grads=[arrived])
+    (call,) = recorder.record.backward_calls
+    assert call == {"microbatch": 3, "outputs": ["MulBackward0"], "same outputs": True,
+                    "same gradients": False}  # fmt: skip
+    assert torch.equal(recorder.record.arrived[3], arrived)
+    assert torch.equal(recorder.record.sent_back[3], torch.full((2,), 7.0))
