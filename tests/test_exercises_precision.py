@@ -131,3 +131,34 @@ def test_the_third_batch_overflows_once_scaled():
 def test_the_feedback_comes_from_the_text_file(monkeypatch):
     edit_feedback(monkeypatch, "09b_mixed_precision_and_module_hooks", {"no_clip": "EDITED"})
     assert said(MISTAKES["no_clip"])[1] == "EDITED"
+
+
+def test_the_batches_are_seeded_apart_from_the_network():
+    from helpers.precision import small_network
+
+    batches = amp_batches()
+    _, x, y = small_network()
+    other = torch.randn(64, 16, generator=torch.Generator().manual_seed(1))
+    assert torch.equal(batches[0][0], x) and torch.equal(batches[1][0], other)
+    assert torch.equal(batches[2][0][1:], other[1:]) and torch.equal(batches[1][1], y)
+
+
+def test_a_run_that_goes_wrong_later_names_the_step():
+    calls = []
+
+    def right_then_wrong(net, x, y, opt, scaler, max_norm):
+        calls.append(1)
+        if len(calls) < 2:
+            return right_step(net, x, y, opt, scaler, max_norm)
+        return right_step(net, x, 1.5 * y, opt, scaler, max_norm)  # from step 2 on
+
+    assert said(right_then_wrong)[1] == (
+        "the weights after step 2 differ from a correct mixed-precision step"
+    )
+
+
+def test_an_error_without_a_message_is_named_by_its_type():
+    def silent(*args):
+        raise ValueError
+
+    assert said(silent)[1] == "amp_step(net, x, y, optimizer, scaler, max_norm) raised ValueError: "

@@ -94,6 +94,8 @@ def test_an_overflowing_step_is_skipped_and_the_scale_halves():
     assert [r["scale used"] for r in run] == [SCALE, SCALE, SCALE / 2]
     assert run[1]["scale after"] == SCALE / 2 and run[0]["step"] == 1
     assert run[2]["loss"] < run[0]["loss"]
+    first = float(torch.nn.functional.mse_loss(small_network()[0](x), y).detach())
+    assert run[0]["loss"] == pytest.approx(first, rel=1e-2)  # the seeded network, in float16
 
 
 @pytest.mark.parametrize(
@@ -126,3 +128,43 @@ def test_the_sweep_figure_has_a_line_per_way_on_log_axes():
     assert errors.get_ylabel() == "largest relative error"
     assert zeros.get_xlabel() == "loss weight (gradients this much smaller)"
     assert zeros.get_legend() is not None and errors.get_legend() is None
+
+
+def test_the_network_is_three_linear_layers_and_the_data_come_from_their_own_generator():
+    net, x, y = small_network()
+    assert [type(m).__name__ for m in net] == ["Linear", "Tanh", "Linear", "Tanh", "Linear"]
+    gen = torch.Generator().manual_seed(0)
+    assert torch.equal(x, torch.randn(64, 16, generator=gen))
+    assert torch.equal(y, torch.randn(64, 1, generator=gen))
+
+
+def test_float32_gradients_are_the_plain_backwards():
+    net, x, y = small_network()
+    grads = autocast_grads(net, x, y, loss_weight=0.5)
+    net.zero_grad()
+    (0.5 * torch.nn.functional.mse_loss(net(x), y)).backward()
+    for name, p in net.named_parameters():
+        assert torch.equal(grads[name], p.grad)
+
+
+def test_the_clip_sees_the_float16_gradient_of_the_seeded_network():
+    net, x, y = small_network()
+    half = autocast_grads(net, x, y, dtype=torch.float16)
+    norm = float(torch.cat([g.flatten() for g in half.values()]).norm())
+    seen = clip_in_order("unscale_, then clip")["norm the clip saw"]
+    assert seen == pytest.approx(norm, rel=1e-4)  # float16 autocast, seed 0
+    other = small_network(seed=1)
+    assert clip_in_order("unscale_, then clip", seed=1)["norm the clip saw"] != pytest.approx(seen)
+    assert other[1].shape == x.shape
+
+
+def test_the_sweep_figure_puts_its_panels_side_by_side_with_the_weights_on_x():
+    rows = [
+        {"loss weight": w, "a: zeros": z, "a: error": e}
+        for w, z, e in ((1.0, 0.0, 0.1), (0.1, 0.2, 0.2), (0.01, 0.9, 0.9))
+    ]
+    figure = sweep_figure(rows)
+    zeros, errors = figure.figure.axes
+    assert zeros.get_position().x0 < errors.get_position().x0
+    assert list(errors.get_lines()[0].get_xdata()) == [1.0, 0.1, 0.01]
+    assert repr(figure).endswith("at weight 0.01: a 90% zeros]")
