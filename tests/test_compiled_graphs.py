@@ -67,7 +67,8 @@ def test_compile_report_counts_torchs_graph_break_and_keeps_dynamo_quiet(capfd):
 
     report = compile_report(reads, torch.ones(3))
     assert report["graphs"] == 2 and report["graph breaks"] == 1
-    assert "item" in report["reasons"][0] and report["dynamo said"]
+    assert "item" in report["reasons"][0] and report["dynamo said"]  # the first break warns
+    assert all(isinstance(line, str) and line for line in report["dynamo said"])
     assert capfd.readouterr().err == ""
     clean = compile_report(sin_cos, torch.ones(3))
     assert clean == {"graphs": 1, "graph breaks": 0, "reasons": [], "dynamo said": []}
@@ -99,3 +100,68 @@ def test_bad_input_says_what_to_pass(x):
         capture(3, x)
     with pytest.raises(RuntimeError, match="no forward/backward pair"):
         capture(lambda t: t.detach().sum(), x)
+
+
+def test_each_case_shows_what_eager_autograd_gives():
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # reading a non-leaf's .grad warns (notebook 01)
+        eager = {name: case(lambda f: f)[0] for name, case in SURVIVAL_CASES.items()}
+    assert eager == {
+        "retain_grad() on an intermediate": [[1.0, 1.0], [1.0, 1.0]],
+        "a tensor hook (no side effect)": [[4.0, 4.0]] * 3,  # the hook doubles x^T @ ones
+        "a tensor hook that appends to a list": (1, [[2.0, 2.0]] * 3),
+        "a module's full backward hook": 1,
+        "reading an intermediate's .grad": 12.0,  # h.grad is None eagerly: nothing added
+        "a tensor created with requires_grad=True inside": [2.0, 2.0, 2.0],
+    }
+
+
+def test_a_graph_break_has_a_reason_in_the_table():
+    (row,) = autograd_survival(["a tensor hook that appends to a list"])
+    assert row["graph breaks"] == 1 and row["first reason"] not in ("", "-")
+    assert "\\n" not in row["first reason"] and "\n" not in row["first reason"]
+
+
+def test_op_names_are_short_for_aten_and_python_targets():
+    import operator
+
+    from helpers.compiled_graphs import _short
+
+    assert _short(torch.ops.aten.sin.default) == "sin"
+    assert _short(torch.ops.aten.tanh_backward.default) == "tanh_backward"
+    assert _short(operator.getitem) == "getitem"
+    assert _short("aten.mm.default") == "mm"
+
+
+def test_the_picture_draws_inputs_operations_and_the_output_in_their_colours(x):
+    graphs = capture(sin_cos, x)
+    picture = graph_picture(graphs.backward, "bw")
+    assert "primals_1 [label=primals_1 fillcolor=lightblue]" in picture.source
+    assert "tangents_1 [label=tangents_1 fillcolor=lightblue]" in picture.source
+    assert "output [label=output fillcolor=darkolivegreen1]" in picture.source
+    assert "\n  tangents_1 = tangents_1\n" in picture.text()  # an input: no arguments
+    assert "  output = output(mul_1)" in picture.text()
+
+
+def test_what_cannot_be_captured_is_said_whole(x):
+    with pytest.raises(TypeError, match=r"^capture\(\) needs a function to compile, not a int$"):
+        capture(3, x)
+    with pytest.raises(RuntimeError) as caught:
+        capture(lambda t: t.detach().sum(), x)
+    assert str(caught.value) == (
+        "<lambda> returned no tensor that requires grad, so there is no forward/backward pair to "
+        "capture: return a loss computed from an input that requires grad"
+    )
+
+    def same(t):
+        return t
+
+    with pytest.raises(RuntimeError) as caught:
+        capture(same, torch.tensor(2.0, requires_grad=True))
+    assert str(caught.value) == (
+        "same compiled to no forward/backward pair (a graph break or nothing to differentiate?): "
+        "check it with compile_report()"
+    )
+
