@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from helpers.exercises.compiled import cases, check_one_graph, normalised_loss
@@ -83,3 +84,59 @@ def test_answers_that_are_not_a_loss():
 def test_the_feedback_comes_from_the_text_file(monkeypatch):
     edit_feedback(monkeypatch, "09c_torch_compile_and_autograd", {"unfilled": "EDITED"})
     assert said(...)[1] == "EDITED"
+
+
+def test_the_cases_are_the_seeded_draws_and_a_tenth_of_them():
+    gen = torch.Generator().manual_seed(0)
+    x, w = torch.randn(4, 3, generator=gen), torch.randn(3, 2, generator=gen)
+    (_, xa, wa), (_, xb, wb) = cases()
+    assert torch.equal(xa, x) and torch.equal(wa, w)
+    assert torch.equal(xb, 0.1 * x) and torch.equal(wb, 0.1 * w)
+
+
+def test_a_loss_between_1_and_2_is_divided_to_1():
+    x = torch.ones(1, 1)
+    w = torch.full((1, 2), float(torch.atanh(torch.tensor(0.75).sqrt())), requires_grad=True)
+    assert float(torch.tanh(x @ w).pow(2).sum().detach()) == pytest.approx(1.5)
+    assert float(normalised_loss(x, w).detach()) == pytest.approx(1.0)
+
+
+def test_whole_messages_name_the_input_and_the_break():
+    assert said(wrong_grad)[1] == (
+        "the gradient for w differs from normalised_loss's on the input whose loss is above 1"
+    )
+    assert said(lambda x, w: clamped(x, w) + 0.5)[1] == (
+        "the loss differs from normalised_loss's on the input whose loss is above 1"
+    )
+    from helpers.compiled_graphs import compile_report
+
+    _, x, w = cases()[0]
+    reason = compile_report(normalised_loss, x, w.clone().requires_grad_())["reasons"][0]
+    expected = f"torch.compile still makes 2 graphs (first break: {reason})"
+    assert said(normalised_loss)[1].startswith(expected)
+
+
+def test_a_function_dynamo_will_not_compile_is_not_one_graph():
+    def retains(x, w):
+        loss = torch.tanh(x @ w).pow(2).sum()
+        loss.retain_grad()  # torch 2.11 and later leave such a function to eager: 0 graphs
+        return loss / loss.detach().clamp(min=1.0)
+
+    ok, text = said(retains)
+    assert ok or text.startswith("torch.compile still makes 0 graphs (first break: -)")
+
+
+def test_an_error_while_counting_graphs_is_reported(monkeypatch):
+    from helpers.exercises import compiled
+
+    def broken(*args):
+        raise RuntimeError("dynamo fell over")
+
+    monkeypatch.setattr(compiled, "compile_report", broken)
+    assert said(clamped)[1] == "one_graph(x, w) raised RuntimeError: dynamo fell over"
+
+    def silent(x, w):
+        raise ValueError
+
+    monkeypatch.undo()
+    assert said(silent)[1] == "one_graph(x, w) raised ValueError: "
