@@ -60,11 +60,10 @@ MODULES: dict[str, list[str]] = {
     "helpers/data_parallel_ranks.py": ["tests/test_data_parallel_ranks.py"],
     "helpers/precision.py": ["tests/test_precision.py"],
     "helpers/module_hooks.py": ["tests/test_module_hooks.py"],
-    "helpers/compiled_graphs.py": ["tests/test_compiled_graphs.py"],
     **{
         f"helpers/exercises/{path.stem}.py": [f"tests/test_exercises_{path.stem}.py"]
         for path in sorted((ROOT / "helpers" / "exercises").glob("*.py"))
-        if path.stem not in {"__init__", "check_yourself"}
+        if path.stem not in {"__init__", "check_yourself", "compiled"}
     },
     "helpers/exercises/check_yourself.py": ["tests/test_quiz.py"],
 }
@@ -96,6 +95,14 @@ LEFT_OUT: dict[str, str] = {
     "helpers/schedule_display.py": "figures and source excerpts of notebook 07b; nothing computed",
     "helpers/engine_runs.py": "07b's launcher (processes, ports); tests/test_engine_runs.py: runs",
     "helpers/engines.py": "07b's command line; tests/test_engine_runs.py runs it and torchrun",
+    "helpers/compiled_graphs.py": (
+        "not measured yet: every test compiles with torch.compile (seconds per mutant, over half "
+        "an hour for its 454 mutants); its first run, before its tests were completed, caught 73%"
+    ),
+    "helpers/exercises/compiled.py": (
+        "not measured yet, for the same reason (its checker runs torch._dynamo.explain); its first "
+        "run, before its tests were completed, caught 84%"
+    ),
     "helpers/__init__.py": "the list of public names; tests/test_public_helpers.py checks it",
 }
 

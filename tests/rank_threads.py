@@ -26,8 +26,12 @@ __all__ = ["run_in_threads", "threads_available"]
 
 
 def threads_available() -> bool:
-    """True where torch can keep each thread's process groups apart (2.5 and later)."""
-    return hasattr(torch._C._distributed_c10d, "_set_thread_isolation_mode")
+    """True on the releases where ranks as threads are proven to work: torch 2.13 and later.
+
+    (torch 2.11's threaded world lacks an attribute its own c10d reads, and on torch 2.4 a
+    threaded run hung; there, and on the releases between, the tests use processes.)"""
+    release = tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2])
+    return release >= (2, 13) and hasattr(torch._C._distributed_c10d, "_set_thread_isolation_mode")
 
 
 @contextmanager

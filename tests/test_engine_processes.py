@@ -17,7 +17,7 @@ from helpers.rank_failures import DistributedRunError
 from tests.rank_threads import run_in_threads, threads_available
 
 needs_threads = pytest.mark.skipif(
-    not threads_available(), reason="this torch cannot run ranks as threads (2.5 and later can)"
+    not threads_available(), reason="ranks as threads are proven on torch 2.13 and later only"
 )
 
 
