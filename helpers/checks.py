@@ -18,6 +18,7 @@ __all__ = [
     "brief_message",
     "call_learner",
     "clean_message",
+    "error_line",
     "expect_error",
     "expect_warning",
     "feedback",
@@ -40,6 +41,12 @@ def clean_message(message: str) -> str:
     if len(lines) > MAX_LINES:
         lines = lines[:MAX_LINES] + [f"... ({len(lines) - MAX_LINES} more lines)"]
     return "\n".join(lines)
+
+
+def error_line(err: BaseException) -> str:
+    """An exception as an exercise's feedback names it: its type and its message's first line."""
+    lines = clean_message(str(err)).splitlines()
+    return f"{type(err).__name__}: {lines[0] if lines else ''}"
 
 
 def brief_message(message: str) -> str:

@@ -160,3 +160,11 @@ def test_feedback_html_escapes_the_messages():
     assert feedback(["a < b", "c"])._repr_html_() == (
         '<div style="color: #cf222e">❌ Not yet:<ul><li>a &lt; b</li><li>c</li></ul></div>'
     )
+
+
+def test_an_error_line_is_the_type_and_the_first_line_without_torchs_tail():
+    from helpers.checks import error_line
+
+    err = RuntimeError("first line (Triggered internally at foo.cpp:12)\nsecond line")
+    assert error_line(err) == "RuntimeError: first line"
+    assert error_line(ValueError()) == "ValueError: "

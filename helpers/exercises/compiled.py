@@ -15,7 +15,12 @@ from collections.abc import Callable
 
 import torch
 
-from helpers.checks import CheckResult, clean_message, feedback, only_a_placeholder
+from helpers.checks import (
+    CheckResult,
+    error_line,
+    feedback,
+    only_a_placeholder,
+)
 from helpers.compiled_graphs import compile_report
 from helpers.language import say
 
@@ -56,11 +61,6 @@ def _words(where: str) -> str:
     return say(TEXT, f"feedback.{where}")
 
 
-def _error(err: BaseException) -> str:
-    lines = clean_message(str(err)).splitlines()
-    return f"{type(err).__name__}: {lines[0] if lines else ''}"
-
-
 def check_one_graph(one_graph: Callable) -> CheckResult:
     """Check `one_graph(x, w)` against `normalised_loss` (see the module docstring)."""
     if one_graph is Ellipsis or (callable(one_graph) and only_a_placeholder(one_graph)):
@@ -72,7 +72,7 @@ def check_one_graph(one_graph: Callable) -> CheckResult:
         try:
             value, grad = _value_and_grad(one_graph, x, w)
         except Exception as err:  # the learner's code may fail in any way
-            return feedback([say(TEXT, "feedback.raised", error=_error(err))])
+            return feedback([say(TEXT, "feedback.raised", error=error_line(err))])
         if value is None or value is Ellipsis:
             return feedback([say(TEXT, "feedback.returns_nothing")])
         if not isinstance(value, torch.Tensor) or value.numel() != 1:
@@ -89,7 +89,7 @@ def check_one_graph(one_graph: Callable) -> CheckResult:
     try:
         report = compile_report(one_graph, x, w.clone().requires_grad_(True))
     except Exception as err:
-        return feedback([say(TEXT, "feedback.raised", error=_error(err))])
+        return feedback([say(TEXT, "feedback.raised", error=error_line(err))])
     if report["graph breaks"] or report["graphs"] != 1:
         reason = report["reasons"][0] if report["reasons"] else "-"
         return feedback([say(TEXT, "feedback.graph_break", graphs=report["graphs"],

@@ -29,7 +29,13 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from helpers.checks import CheckResult, clean_message, feedback, only_a_placeholder
+from helpers.checks import (
+    CheckResult,
+    clean_message,
+    error_line,
+    feedback,
+    only_a_placeholder,
+)
 from helpers.language import say
 
 __all__ = ["average_hook_rank", "check_average_hook", "check_input_then_weights", "stage_case"]
@@ -56,11 +62,6 @@ def _reference(seed: int) -> tuple[torch.Tensor, list[torch.Tensor]]:
     return received.grad, [p.grad for p in stage.parameters()]
 
 
-def _error(err: BaseException) -> str:
-    lines = clean_message(str(err)).splitlines()
-    return f"{type(err).__name__}: {lines[0] if lines else ''}"
-
-
 def _close(a: object, b: torch.Tensor) -> bool:
     return isinstance(a, torch.Tensor) and a.shape == b.shape and torch.allclose(a, b, atol=1e-6)
 
@@ -74,7 +75,7 @@ def _check(split: Callable, seed: int) -> list[str]:
     try:
         got = split(output, grad, received, weights)
     except Exception as err:  # the learner's code may fail in any way
-        return [say(TEXT, "feedback.raised", error=_error(err))]
+        return [say(TEXT, "feedback.raised", error=error_line(err))]
     if got is Ellipsis or got is None:
         return [say(TEXT, "feedback.returns_nothing")]
     if not (isinstance(got, tuple) and len(got) == 2):
@@ -94,9 +95,9 @@ def _check(split: Callable, seed: int) -> list[str]:
     except RuntimeError as err:
         if "second time" in str(err):
             return [say(TEXT, "feedback.graph_freed")]
-        return [say(TEXT, "feedback.finish_raised", error=_error(err))]
+        return [say(TEXT, "feedback.finish_raised", error=error_line(err))]
     except Exception as err:
-        return [say(TEXT, "feedback.finish_raised", error=_error(err))]
+        return [say(TEXT, "feedback.finish_raised", error=error_line(err))]
     if any(p.grad is None for p in weights):
         return [say(TEXT, "feedback.weights_not_filled")]
     if not all(_close(p.grad, w) for p, w in zip(weights, want_weights, strict=True)):

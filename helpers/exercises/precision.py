@@ -21,7 +21,12 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from helpers.checks import CheckResult, clean_message, feedback, only_a_placeholder
+from helpers.checks import (
+    CheckResult,
+    error_line,
+    feedback,
+    only_a_placeholder,
+)
 from helpers.language import say
 from helpers.precision import SCALE, small_network
 
@@ -130,11 +135,6 @@ def _same(a: Run, b: Run) -> bool:
     return all(sa == sb and _close(wa, wb) for (wa, sa), (wb, sb) in zip(a, b, strict=True))
 
 
-def _error(err: BaseException) -> str:
-    lines = clean_message(str(err)).splitlines()
-    return f"{type(err).__name__}: {lines[0] if lines else ''}"
-
-
 def check_amp_step(amp_step: Callable) -> CheckResult:
     """Check `amp_step(net, x, y, optimizer, scaler, max_norm)` (see the module docstring)."""
     if amp_step is Ellipsis or (callable(amp_step) and only_a_placeholder(amp_step)):
@@ -151,7 +151,7 @@ def check_amp_step(amp_step: Callable) -> CheckResult:
             return feedback([say(TEXT, "feedback.no_scale")])
         if "being called after step()" in text:
             return feedback([say(TEXT, "feedback.no_update")])
-        return feedback([say(TEXT, "feedback.raised", error=_error(err))])
+        return feedback([say(TEXT, "feedback.raised", error=error_line(err))])
     if _same(run, _known("right", 0)):
         return feedback([], success=say(TEXT, "feedback.success"))
     if _same(run, _known("none", 0)):
