@@ -26,6 +26,7 @@ _HOME = {
     "expect_warning": "checks",
     "feedback": "checks",
     "Table": "display",
+    "doctor": "doctor",
     "environment_report": "environment",
 }
 

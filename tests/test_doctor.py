@@ -1,0 +1,638 @@
+"""The gradient doctor: every case of 08's no-learning zoo and 06's split-learning bug zoo,
+written as a learner writes them, gets its cause and its line; correct steps get a clean bill."""
+
+from __future__ import annotations
+
+import warnings
+from typing import ClassVar
+
+import pytest
+import torch
+from torch import nn
+
+from helpers.doctor import CAUSES, Location, doctor
+from helpers.split import build_models, cut, make_optimizers, post_tensors
+
+LR = 0.0625
+x = torch.tensor([[1.0, 2.0], [2.0, -1.0]])
+target = torch.tensor([[1.0], [2.5]])
+loss_fn = nn.MSELoss()
+ALL = ["first.weight", "first.bias", "middle.weight", "middle.bias", "last.weight", "last.bias"]
+
+
+class ThreeLayers(nn.Module):
+    """08's model: first -> middle -> last, no course helper in it."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.first, self.middle, self.last = nn.Linear(2, 2), nn.Linear(2, 2), nn.Linear(2, 1)
+
+    def forward(self, x):
+        return self.last(self.middle(self.first(x)))
+
+
+def causes(checkup) -> dict[str, str]:
+    return {name: checkup.cause(name) for name in ALL}
+
+
+def code(checkup, name: str) -> str:
+    where = checkup.where(name)
+    assert where is not None, f"no line for {name}: {checkup}"
+    return where.code
+
+
+# -- 08's zoo ---------------------------------------------------------------------------------
+
+
+def test_a_correct_step_gets_a_clean_bill():
+    model = ThreeLayers()
+    optimizer = torch.optim.SGD(model.parameters(), lr=LR)
+    with doctor(model) as checkup:
+        optimizer.zero_grad()
+        loss = loss_fn(model(x), target)
+        loss.backward()
+        optimizer.step()
+        print(f"loss {loss.item():.3f}")  # logging leaves the graph: not a finding
+    assert checkup.healthy and checkup.findings == [], checkup
+    assert set(causes(checkup).values()) == {"learned"}
+    assert checkup.rows.column("gradient") == ["finite"] * 6
+    assert checkup.rows.column("optimizer") == ["SGD"] * 6
+    assert all(moved > 0 for moved in checkup.rows.column("max |Δ|"))
+    assert "Every parameter got a gradient and moved" in repr(checkup)
+
+
+def test_the_loss_flag_set_by_hand_and_the_real_cut():
+    model = ThreeLayers()
+    optimizer = torch.optim.SGD(model.parameters(), lr=LR)
+    with doctor(model) as checkup:
+        optimizer.zero_grad()
+        with torch.no_grad():  # copied from the evaluation loop
+            loss = loss_fn(model(x), target)
+        loss.requires_grad = True  # the popular "fix"
+        loss.backward()
+        optimizer.step()
+    assert set(causes(checkup).values()) == {"loss_flag"}
+    assert code(checkup, "first.weight") == 'loss.requires_grad = True  # the popular "fix"'
+    (finding,) = checkup.findings
+    assert finding.parameters == tuple(ALL)
+    assert "The real cut: `linear()` under `torch.no_grad()` (entered at test_doctor.py:" in (
+        finding.message
+    )
+    assert checkup.rows.column("gradient") == ["None"] * 6
+    assert checkup.rows.column("max |Δ|") == [0.0] * 6
+
+
+def test_no_grad_without_the_flag_fails_and_the_error_names_the_cut():
+    model = ThreeLayers()
+    with pytest.raises(RuntimeError, match="does not require grad") as caught:
+        with doctor(model) as checkup:
+            with torch.no_grad():
+                loss = loss_fn(model(x), target)
+            loss.backward()
+    assert set(causes(checkup).values()) == {"cut"}
+    assert code(checkup, "last.bias") == "with torch.no_grad():"
+    (note,) = caught.value.__notes__
+    assert note.startswith("doctor: first.weight, ") and "under `torch.no_grad()`" in note
+
+
+def test_a_no_grad_decorator_is_named():
+    model = ThreeLayers()
+
+    @torch.no_grad()
+    def features(x):
+        return model.first(x)
+
+    with doctor(model) as checkup:
+        loss_fn(model.last(model.middle(features(x))), target).backward()
+    assert checkup.cause("first.weight") == "cut" and checkup.cause("middle.weight") == "no_step"
+    assert "a call of features(), decorated with a grad mode" in checkup.problems[0].message
+
+
+def test_an_optimizer_over_another_model():
+    model = ThreeLayers()
+    optimizer = torch.optim.SGD(model.parameters(), lr=LR)
+    model = ThreeLayers()  # the model cell, run again to start fresh
+    with doctor(model) as checkup:
+        optimizer.zero_grad()
+        loss_fn(model(x), target).backward()
+        optimizer.step()
+    assert set(causes(checkup).values()) == {"other_model"}
+    assert code(checkup, "first.bias") == "optimizer.step()"
+    assert "(SGD, holding 6 tensors) holds none of this model's" in checkup.findings[0].message
+    assert checkup.rows.column("optimizer") == ["none"] * 6
+
+
+def test_a_parameter_left_out_of_the_optimizer():
+    model = ThreeLayers()
+    optimizer = torch.optim.SGD(model.last.parameters(), lr=LR)
+    with doctor(model) as checkup:
+        loss_fn(model(x), target).backward()
+        optimizer.step()
+    assert causes(checkup) == dict.fromkeys(ALL[:4], "not_in_optimizer") | dict.fromkeys(
+        ALL[4:], "learned"
+    )
+
+
+def test_no_step_at_all():
+    model = ThreeLayers()
+    with doctor(model) as checkup:
+        loss_fn(model(x), target).backward()
+    assert set(causes(checkup).values()) == {"no_step"}
+
+
+def test_no_backward_at_all():
+    model = ThreeLayers()
+    optimizer = torch.optim.SGD(model.parameters(), lr=LR)
+    with doctor(model) as checkup:
+        loss_fn(model(x), target)
+        optimizer.step()
+    assert set(causes(checkup).values()) == {"no_backward"}
+
+
+def forward_data(model, x):
+    return model.last(model.middle(model.first(x).data))
+
+
+def forward_detach(model, x):
+    return model.last(model.middle(model.first(x).detach()))
+
+
+def forward_tensor(model, x):
+    h = torch.tensor(model.first(x))  # "make sure it is a tensor"
+    return model.last(model.middle(h))
+
+
+def forward_integer(model, x):
+    h = model.first(x).round().long()  # "whole numbers only"
+    return model.last(model.middle(h.float()))
+
+
+@pytest.mark.parametrize(
+    ("forward", "line", "how"),
+    [
+        (forward_data, "return model.last(model.middle(model.first(x).data))", "`.data`"),
+        (forward_detach, "return model.last(model.middle(model.first(x).detach()))", "`.detach()`"),
+        (
+            forward_tensor,
+            'h = torch.tensor(model.first(x))  # "make sure it is a tensor"',
+            "`torch.tensor(...)` of a tensor",
+        ),
+        (
+            forward_integer,
+            'h = model.first(x).round().long()  # "whole numbers only"',
+            "`long()` to int64",
+        ),
+    ],
+)
+def test_each_cut_is_named_with_its_line(forward, line, how):
+    model = ThreeLayers()
+    optimizer = torch.optim.SGD(model.parameters(), lr=LR)
+    with doctor(model) as checkup, warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch.tensor(t) warns
+        loss_fn(forward(model, x), target).backward()
+        optimizer.step()
+    assert causes(checkup)["first.weight"] == causes(checkup)["first.bias"] == "cut"
+    assert causes(checkup)["last.weight"] == "learned"
+    assert code(checkup, "first.weight") == line
+    assert checkup.where("first.weight").function == forward.__name__
+    assert f"its path to the loss was cut by {how}" in checkup.problems[0].message
+
+
+def test_a_frozen_layer_is_said_not_blamed():
+    model = ThreeLayers()
+    model.middle.requires_grad_(False)
+    optimizer = torch.optim.SGD(model.parameters(), lr=LR)
+    with doctor(model) as checkup:
+        loss_fn(model(x), target).backward()
+        optimizer.step()
+    assert checkup.cause("middle.weight") == "frozen" and checkup.cause("first.weight") == "learned"
+    assert checkup.healthy and not CAUSES["frozen"]
+    assert [f.cause for f in checkup.findings] == ["frozen"]
+
+
+def test_the_exercise_train_loop_with_two_bugs():
+    """08's exercise 2, as it is handed out: another model's optimizer and a detach."""
+    model = ThreeLayers()
+    with doctor(model) as checkup:
+        optimizer = torch.optim.SGD(ThreeLayers().parameters(), lr=LR)
+        for _ in range(3):
+            optimizer.zero_grad()
+            h = model.first(x).detach()
+            loss = loss_fn(model.last(model.middle(h)), target)
+            loss.backward()
+            optimizer.step()
+    assert causes(checkup)["first.weight"] == "cut" and code(checkup, "first.weight") == (
+        "h = model.first(x).detach()"
+    )
+    assert causes(checkup)["last.bias"] == "other_model"
+
+
+def test_stale_gradients_from_the_last_step():
+    model = ThreeLayers()
+    optimizer = torch.optim.SGD(model.parameters(), lr=LR)
+    with doctor(model) as checkup:
+        for _ in range(2):
+            loss = loss_fn(model(x), target)
+            loss.backward()  # no zero_grad() anywhere
+            optimizer.step()
+    assert set(causes(checkup).values()) == {"leftover"}
+    assert code(checkup, "middle.bias") == "loss.backward()  # no zero_grad() anywhere"
+
+
+def test_stale_gradients_from_before_the_block():
+    model = ThreeLayers()
+    optimizer = torch.optim.SGD(model.parameters(), lr=LR)
+    loss_fn(model(x), target).backward()
+    with doctor(model) as checkup:
+        loss_fn(model(x), target).backward()
+        optimizer.step()
+    assert set(causes(checkup).values()) == {"leftover"}
+
+
+def test_accumulation_on_purpose_is_a_note():
+    model = ThreeLayers()
+    optimizer = torch.optim.SGD(model.parameters(), lr=LR)
+    with doctor(model) as checkup:
+        optimizer.zero_grad()
+        for half in (slice(0, 1), slice(1, 2)):
+            loss_fn(model(x[half]), target[half]).backward()
+        optimizer.step()
+    assert set(causes(checkup).values()) == {"accumulated"} and checkup.healthy
+    assert "the sum of 2 backward() calls" in checkup.findings[0].message
+
+
+def test_zero_grad_between_backward_and_step():
+    model = ThreeLayers()
+    optimizer = torch.optim.SGD(model.parameters(), lr=LR)
+    with doctor(model) as checkup:
+        loss_fn(model(x), target).backward()
+        optimizer.zero_grad()
+        optimizer.step()
+    assert set(causes(checkup).values()) == {"cleared_before_step"}
+    assert checkup.rows.column("gradient") == ["finite"] * 6  # what backward computed
+
+
+def test_a_learning_rate_of_zero():
+    model = ThreeLayers()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.0)
+    with doctor(model) as checkup:
+        loss_fn(model(x), target).backward()
+        optimizer.step()
+    assert set(causes(checkup).values()) == {"not_moved"}
+    assert "its learning rate is 0.0." in checkup.findings[0].message
+
+
+def test_a_bias_before_batch_norm_moves_by_rounding_noise_only():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(2, 4), nn.BatchNorm1d(4), nn.Linear(4, 1))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    with doctor(model) as checkup:
+        loss_fn(model(x), target).backward()
+        optimizer.step()
+    assert checkup.cause("0.bias") == "rounded_away" and checkup.cause("0.weight") == "learned"
+    assert "float32 keeps only so many digits" in checkup.problems[0].message
+
+
+def test_a_zero_gradient():
+    model = ThreeLayers()
+    optimizer = torch.optim.SGD(model.parameters(), lr=LR)
+    with doctor(model) as checkup:
+        (loss_fn(model(x), target) + 0 * model.first.weight.sum()).backward()
+        with torch.no_grad():
+            model.first.weight.grad.zero_()
+        optimizer.step()
+    assert checkup.cause("first.weight") == "cleared_before_step"  # zeroed by hand, then step()
+    assert checkup.cause("first.bias") == "learned"
+    model = nn.Sequential(nn.Linear(2, 2), nn.ReLU(), nn.Linear(2, 1))
+    with torch.no_grad():
+        model[0].bias.fill_(-100.0)  # the ReLU is off for every input
+    optimizer = torch.optim.SGD(model.parameters(), lr=LR)
+    with doctor(model) as checkup:
+        loss_fn(model(x), target).backward()
+        optimizer.step()
+    assert checkup.cause("0.weight") == "zero_gradient" and checkup.cause("2.bias") == "learned"
+
+
+def test_a_nan_gradient_names_the_first_backward_function_and_its_line():
+    model = ThreeLayers()
+    optimizer = torch.optim.SGD(model.parameters(), lr=LR)
+    with doctor(model) as checkup:
+        out = model(x)
+        loss = (out - out.detach()).sqrt().sum()  # sqrt at 0: an infinite slope
+        loss.backward()
+        optimizer.step()
+    assert set(causes(checkup).values()) == {"nonfinite"}
+    assert code(checkup, "first.weight") == (
+        "loss = (out - out.detach()).sqrt().sum()  # sqrt at 0: an infinite slope"
+    )
+    assert ": SqrtBackward0, made by this line" in checkup.findings[0].message
+    assert checkup.rows.column("gradient")[0] in ("NaN", "inf")
+
+
+class WithExtras(nn.Module):
+    """A learner's own module: one layer built and never called, a parameter used and dropped."""
+
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Linear(2, 1)
+        self.head = nn.Linear(1, 1)  # built, never called
+        self.scale = nn.Parameter(torch.ones(1))
+        self.unused = nn.Parameter(torch.zeros(1))
+
+    def forward(self, x):
+        aux = self.scale * 2  # computed, then dropped  # noqa: F841
+        return self.body(x)
+
+
+def test_unused_parameters_and_modules():
+    model = WithExtras()
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.1)
+    with doctor(model) as checkup:
+        optimizer.zero_grad()
+        loss_fn(model(x), target).backward()
+        optimizer.step()
+    assert checkup.cause("body.weight") == "learned"
+    assert checkup.cause("head.weight") == checkup.cause("head.bias") == "module_not_called"
+    assert checkup.cause("unused") == "unused" and checkup.where("unused") is None
+    assert checkup.cause("scale") == "not_reaching_loss"
+    assert checkup.where("scale").code.startswith("aux = self.scale * 2  # computed, then dropped")
+    assert "its module `head` was built but never called" in str(checkup)
+    assert checkup.rows.column("optimizer") == ["Adam"] * 6
+
+
+# -- 06's split-learning zoo --------------------------------------------------------------------
+
+tokens, label = post_tensors()
+
+
+def split_checkup(step) -> tuple:
+    m = build_models(seed=42)
+    with doctor(m.named_parameters()) as checkup:
+        step(m)
+    return m, checkup
+
+
+def by_model(checkup, m) -> dict[str, set[str]]:
+    found: dict[str, set[str]] = {}
+    for name in m.named_parameters():
+        found.setdefault(name.split(".")[0], set()).add(checkup.cause(name))
+    return found
+
+
+def test_the_split_step_done_right_is_healthy():
+    def step(m):
+        f1 = m.model1(tokens)
+        ff1 = cut(f1)
+        f2 = m.model2(ff1)
+        ff2 = f2.clone().detach().requires_grad_(True)  # the post's cut
+        _, loss = m.model3(ff2, label)
+        loss.backward()
+        f2.backward(ff2.grad)
+        f1.backward(ff1.grad)
+        for optimizer in make_optimizers(m):
+            optimizer.step()
+
+    m, checkup = split_checkup(step)
+    assert checkup.healthy, checkup
+    assert by_model(checkup, m) == {f"model{k}": {"learned"} for k in (1, 2, 3)}
+
+
+def test_bug_1_a_cut_without_requires_grad():
+    def step(m):
+        f1 = m.model1(tokens)
+        ff1 = f1.clone().detach()  # the bug: no .requires_grad_(True)
+        f2 = m.model2(ff1)
+        ff2 = f2.clone().detach()  # the same bug at the second cut
+        _, loss = m.model3(ff2, label)
+        loss.backward()
+        f2.backward(ff2.grad)  # that is f2.backward(None)
+
+    with pytest.raises(RuntimeError, match="only for scalar outputs"):
+        m, checkup = split_checkup(step)
+    m = build_models(seed=42)
+    with pytest.raises(RuntimeError), doctor(m.named_parameters()) as checkup:
+        step(m)
+    found = by_model(checkup, m)
+    assert found["model1"] == found["model2"] == {"cut"}, checkup
+    assert checkup.where("model1.layer.weight").code == (
+        "ff1 = f1.clone().detach()  # the bug: no .requires_grad_(True)"
+    )
+    assert checkup.where("model2.layer.weight").code == (
+        "ff2 = f2.clone().detach()  # the same bug at the second cut"
+    )
+    assert found["model3"] == {"no_step"}
+
+
+def test_bug_2_backward_in_the_wrong_order():
+    m = build_models(seed=42)
+    with doctor(m.named_parameters()) as checkup:
+        f1 = m.model1(tokens)
+        ff1 = cut(f1)
+        f2 = m.model2(ff1)
+        ff2 = cut(f2)
+        _, loss = m.model3(ff2, label)
+        try:
+            f2.backward(ff2.grad)  # the bug: stage 2 first
+            loss.backward()
+        except RuntimeError:
+            pass  # caught, as 06 catches it: the doctor saw it anyway
+    assert by_model(checkup, m) == {f"model{k}": {"stopped"} for k in (1, 2, 3)}, checkup
+    assert (
+        checkup.where("model3.layer.weight").code
+        == "f2.backward(ff2.grad)  # the bug: stage 2 first"
+    )
+    assert "(RuntimeError: grad can be implicitly created only for scalar outputs)" in str(checkup)
+
+
+def test_a_stage_whose_backward_is_never_called():
+    m = build_models(seed=42)
+    with doctor(m.named_parameters()) as checkup:
+        f1 = m.model1(tokens)
+        ff1 = cut(f1)
+        f2 = m.model2(ff1)
+        ff2 = cut(f2)
+        _, loss = m.model3(ff2, label)
+        loss.backward()
+        f2.backward(ff2.grad)  # stage 1 forgotten
+    found = by_model(checkup, m)
+    assert found["model1"] == {"handoff_not_called"}
+    assert checkup.where("model1.layer.weight").code == "ff1 = cut(f1)"
+    assert found["model2"] == found["model3"] == {"no_step"}
+
+
+def test_bug_3_the_middle_party_forgets_zero_grad():
+    m = build_models(seed=42)
+    optim1, optim2, optim3 = make_optimizers(m)
+
+    def step():
+        f1 = m.model1(tokens)
+        ff1 = cut(f1)
+        f2 = m.model2(ff1)
+        ff2 = cut(f2)
+        _, loss = m.model3(ff2, label)
+        optim3.zero_grad()
+        loss.backward()
+        optim3.step()
+        f2.backward(ff2.grad)  # optim2.zero_grad() forgotten before this line
+        optim2.step()
+        optim1.zero_grad()
+        f1.backward(ff1.grad)
+        optim1.step()
+
+    step()  # step 1: .grad starts as None, no harm yet
+    with doctor(m.named_parameters()) as checkup:
+        step()
+    found = by_model(checkup, m)
+    assert found == {"model1": {"learned"}, "model2": {"leftover"}, "model3": {"learned"}}
+    assert checkup.where("model2.layer.weight").code == (
+        "f2.backward(ff2.grad)  # optim2.zero_grad() forgotten before this line"
+    )
+
+
+def test_bug_4_the_wrong_tensors_gradient():
+    def step(m):
+        f1 = m.model1(tokens)
+        ff1 = cut(f1)
+        f2 = m.model2(ff1)
+        ff2 = cut(f2)
+        _, loss = m.model3(ff2, label)
+        loss.backward()
+        f2.backward(ff2.grad)
+        f1.backward(ff2.grad)  # the bug: ff2's gradient handed to model 1
+        for optimizer in make_optimizers(m):
+            optimizer.step()
+
+    m, checkup = split_checkup(step)
+    found = by_model(checkup, m)
+    assert found == {"model1": {"wrong_handoff"}, "model2": {"learned"}, "model3": {"learned"}}
+    assert checkup.where("model1.embed.weight").code == (
+        "f1.backward(ff2.grad)  # the bug: ff2's gradient handed to model 1"
+    )
+
+
+# -- more correct steps: no false alarm --------------------------------------------------------
+
+
+def test_correct_steps_of_the_course_are_healthy():
+    # 02: a plain loop with Adam, weight decay and clipping
+    model = nn.Sequential(nn.Linear(2, 4), nn.Tanh(), nn.Linear(4, 1))
+    optimizer = torch.optim.AdamW(model.parameters(), lr=0.01, weight_decay=0.1)
+    with doctor(model) as checkup:
+        optimizer.zero_grad(set_to_none=True)
+        loss = loss_fn(model(x), target)
+        loss.backward()
+        nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+    assert checkup.healthy and not checkup.findings, checkup
+    # batch norm, dropout, an embedding with integer inputs, argmax metrics, .item() logging
+    model = nn.Sequential(
+        nn.Embedding(10, 4),
+        nn.Flatten(),
+        nn.Linear(8, 4, bias=False),
+        nn.BatchNorm1d(4),
+        nn.Dropout(0.5),
+        nn.Linear(4, 3),
+    )
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    ids, classes = torch.tensor([[1, 2], [3, 4]]), torch.tensor([0, 2])
+    with doctor(model) as checkup:
+        optimizer.zero_grad()
+        logits = model(ids)
+        loss = nn.functional.cross_entropy(logits, classes)
+        loss.backward()
+        optimizer.step()
+        accuracy = (logits.argmax(1) == classes).float().mean().item()
+    assert checkup.healthy and not checkup.findings, checkup
+    assert 0.0 <= accuracy <= 1.0
+    # 09: a gradient penalty through create_graph=True
+    model = nn.Linear(2, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    with doctor(model) as checkup:
+        inputs = x.clone().requires_grad_(True)
+        out = model(inputs).sum()
+        (g,) = torch.autograd.grad(out, inputs, create_graph=True)
+        (out + g.pow(2).sum()).backward()
+        optimizer.step()
+    assert checkup.healthy and not checkup.findings, checkup
+
+
+def test_a_mixed_precision_step_is_healthy():
+    model = ThreeLayers()
+    optimizer = torch.optim.SGD(model.parameters(), lr=LR)
+    scaler = torch.amp.GradScaler("cpu")
+    with doctor(model) as checkup:
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            loss = loss_fn(model(x).float(), target)
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+    assert checkup.healthy and not checkup.findings, checkup
+
+
+def test_the_step_computes_what_it_computes_without_the_doctor():
+    plain, watched = ThreeLayers(), ThreeLayers()
+    for model in (plain, watched):
+        optimizer = torch.optim.SGD(model.parameters(), lr=LR)
+        with doctor(model) if model is watched else torch.enable_grad():
+            loss_fn(model(x), target).backward()
+            optimizer.step()
+    for a, b in zip(plain.parameters(), watched.parameters(), strict=True):
+        assert torch.equal(a, b) and torch.equal(a.grad, b.grad)
+
+
+def test_the_doctor_leaves_nothing_behind():
+    model = ThreeLayers()
+    with doctor(model):
+        loss_fn(model(x), target).backward()
+    assert not model.first._forward_pre_hooks and not model.first.weight._backward_hooks
+    assert not torch.overrides._get_current_function_mode_stack()
+    from torch.optim.optimizer import _global_optimizer_pre_hooks
+
+    assert not _global_optimizer_pre_hooks
+
+
+# -- what the learner reads, and bad input -----------------------------------------------------
+
+
+def test_a_notebook_cell_is_named_by_its_number(monkeypatch):
+    class Compiler:
+        _filename_map: ClassVar[dict[str, int]] = {"/tmp/ipykernel_1/123.py": 7}
+
+    class Shell:
+        compile = Compiler()
+
+    monkeypatch.setattr("IPython.get_ipython", lambda: Shell())
+    assert Location("/tmp/ipykernel_1/123.py", 3, "<module>").label == "In [7], line 3"
+    assert Location("/home/me/train.py", 40, "main").label == "train.py:40"
+
+
+def test_the_report_shows_as_html():
+    model = ThreeLayers()
+    with doctor(model) as checkup:
+        loss_fn(forward_detach(model, x), target).backward()
+    page = checkup._repr_html_()
+    assert "<table" in page and "⚠️ <b>first.weight, first.bias</b>" in page
+    assert "<code>return model.last(model.middle(model.first(x).detach()))</code>" in page
+    assert "2 finding(s) to fix:" in page  # the cut, and no step
+
+
+def test_bad_input_gets_a_clear_message():
+    with pytest.raises(TypeError, match=r"doctor\(\) is a int; pass a model \(nn.Module\)"):
+        doctor(3)
+    with pytest.raises(ValueError, match="no parameters, nothing to check"):
+        doctor(nn.ReLU())
+    model = ThreeLayers()
+    checkup = doctor(model)
+    with pytest.raises(RuntimeError, match="the checkup is read after its step"):
+        checkup.cause("first.weight")
+    assert repr(checkup) == "<doctor checkup: ready>"
+    with checkup:
+        loss_fn(model(x), target).backward()
+    with pytest.raises(RuntimeError, match="already used for a step; make a new one"):
+        with checkup:
+            pass
+    with pytest.raises(KeyError, match=r"no parameter 'first'; the parameters are first\.weight"):
+        checkup.cause("first")
+    with pytest.raises(TypeError, match="doctor\\(\\) got a checkup, not a model"):
+        doctor(checkup)
