@@ -26,7 +26,6 @@ _HOME = {
     "expect_warning": "checks",
     "feedback": "checks",
     "Table": "display",
-    "doctor": "doctor",
     "environment_report": "environment",
 }
 
