@@ -206,6 +206,8 @@ class _Parameter:
     leftover_at: Location | None = None
     accumulated: int = 0
     first_use: Location | None = None
+    kind: str = ""
+    moved: float = 0.0
 
 
 class _Watch(TorchFunctionMode):
@@ -218,6 +220,8 @@ class _Watch(TorchFunctionMode):
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         checkup = self.checkup
+        if checkup._busy:  # the doctor's own arithmetic, in a hook: not the learner's step
+            return func(*args, **kwargs)
         name = _call_name(func)
         if name == "backward":
             return checkup._backward(func, args, kwargs)
@@ -257,6 +261,7 @@ class Checkup:
         self._called: set[str] = set()
         self._grad_off: tuple[Location | None, str | None] = (None, None)
         self._in_step = False
+        self._busy = False
         self._origin: dict[Any, Location | None] = {}
         self._first_nonfinite: tuple[str, Location | None] | None = None
         self._reach_cache: dict[Any, frozenset[int]] = {}
@@ -313,6 +318,13 @@ class Checkup:
             self._handles.append(tensor.register_hook(lambda g, r=record: self._arrives(r, g)))
 
     def _arrives(self, record: _Parameter, grad: torch.Tensor) -> None:
+        self._busy = True
+        try:
+            self._record_arrival(record, grad)
+        finally:
+            self._busy = False
+
+    def _record_arrival(self, record: _Parameter, grad: torch.Tensor) -> None:
         current = record.tensor.grad
         if current is not None and current.any():
             if record.waiting in ("before", "stepped") and not record.leftover:
@@ -372,9 +384,14 @@ class Checkup:
                 continue
 
             def check(grad_inputs, grad_outputs, node=node):
-                if self._first_nonfinite is None and not _finite(grad_inputs):
-                    if _finite(grad_outputs):
+                if self._first_nonfinite is not None:
+                    return
+                self._busy = True
+                try:
+                    if not _finite(grad_inputs) and _finite(grad_outputs):
                         self._first_nonfinite = (node.name(), self._origin.get(node))
+                finally:
+                    self._busy = False
 
             handles.append(node.register_hook(check))
         return handles
@@ -422,16 +439,23 @@ class Checkup:
         )
 
     def _step_begins(self, optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
+        self._busy = True
+        try:
+            self._record_step(optimizer)
+        finally:
+            self._busy = False
         self._in_step = True
+
+    def _record_step(self, optimizer: torch.optim.Optimizer) -> None:
         held = {id(p) for group in optimizer.param_groups for p in group["params"]}
         cleared = set()
         for key in held & self._params.keys():
             record = self._params[key]
             grad = record.tensor.grad
-            arrived = record.incoming is not None and bool(record.incoming.any())
-            if arrived and (grad is None or not grad.any()):
-                cleared.add(key)
-            if grad is not None and grad.any():
+            holds = grad is not None and bool(grad.any())
+            if record.incoming is not None and not holds:
+                cleared.add(key)  # a zero gradient that arrived as zeros is told apart later
+            if holds:
                 record.waiting = "stepped"
         self._steps.append(_Step(optimizer, _learner_location(sys._getframe(1)), held, cleared))
 
@@ -443,6 +467,8 @@ class Checkup:
         self._reach_cache = {}  # the graph may have changed since the block's hand-off checks
         self.findings: list[Finding] = []
         verdicts: dict[str, tuple[str, str, Location | None]] = {}
+        for record in self._params.values():
+            record.kind, record.moved = _gradient_kind(record.incoming), _moved(record)
         for record in self._params.values():
             verdicts[record.name] = self._verdict(record)
         grouped: dict[tuple[str, str, Location | None], list[str]] = {}
@@ -456,9 +482,9 @@ class Checkup:
             [
                 {
                     "parameter": r.name,
-                    "gradient": _gradient_kind(r.incoming),
+                    "gradient": r.kind,
                     "optimizer": self._optimizer_label(r),
-                    "max |Δ|": _moved(r),
+                    "max |Δ|": r.moved,
                     "verdict": say("common", f"doctor.verdict_{verdicts[r.name][0]}"),
                 }
                 for r in self._params.values()
@@ -477,7 +503,7 @@ class Checkup:
             return verdict("frozen")
         if r.incoming is None:
             return self._why_no_gradient(r, verdict)
-        kind = _gradient_kind(r.incoming)
+        kind = r.kind
         if kind in ("NaN", "inf"):
             node, origin = self._first_nonfinite or ("?", None)
             return verdict("nonfinite", origin, kind=kind, node=node)
@@ -500,11 +526,11 @@ class Checkup:
                     count=len(first.held),
                 )
             return verdict("not_in_optimizer", self._steps[0].location)
-        if all(id(r.tensor) in s.cleared for s in steps):
-            return verdict("cleared_before_step", steps[0].location)
         if kind == "zeros":
             return verdict("zero_gradient")
-        if _moved(r) == 0:
+        if all(id(r.tensor) in s.cleared for s in steps):
+            return verdict("cleared_before_step", steps[0].location)
+        if r.moved == 0:
             lrs = sorted(
                 {
                     g["lr"]
@@ -705,18 +731,19 @@ def _error_line(err: BaseException) -> str:
 
 
 def _finite(grads: Any) -> bool:
+    """No NaN or inf in any of these gradients. A sum is one pass over each; it can overflow only
+    where the entries are near float's largest value, and then it only changes which backward
+    function is named: the verdict itself reads the parameters' gradients entry by entry."""
     return all(
-        bool(torch.isfinite(g).all()) for g in grads if isinstance(g, torch.Tensor) and g.numel()
+        bool(torch.isfinite(g.sum())) for g in grads if isinstance(g, torch.Tensor) and g.numel()
     )
 
 
 def _gradient_kind(grad: torch.Tensor | None) -> str:
     if grad is None:
         return "None"
-    if torch.isnan(grad).any():
-        return "NaN"
-    if torch.isinf(grad).any():
-        return "inf"
+    if not torch.isfinite(grad).all():
+        return "NaN" if torch.isnan(grad).any() else "inf"
     if not grad.any():
         return "zeros"
     return "finite"

@@ -6,7 +6,8 @@
    Notebook runs and floor runs alternate, so both see the same machine load.
 2. Each notebook's Run All time minus the floor: the median, over rounds, of the difference
    between the notebook's run and the floor kernel run just before it.
-3. `show_graph` (build + SVG + text form) vs raw torchviz (build + SVG) on a ~1,200-edge graph.
+3. `show_graph` (build + SVG + text form) vs raw torchviz (build + SVG) on a ~1,200-edge graph,
+   and a training step inside `with doctor(model)` vs the same step without it.
 4. `import torch, helpers` over `import torch`, in fresh interpreters.
 5. Whether the machine kept one speed: the spread of all floor kernel runs. Seconds measured
    while something else used the machine are stretched; this row says when that happened.
@@ -61,6 +62,9 @@ WIDGET_CHANGES = 15  # changes of each control, timed one by one
 TARGET_MAKE_TEST_MIN = 10.0  # `make test` in a fresh clone, installs excluded
 DEFAULT_ABOVE_FLOOR = 3.0
 TARGET_GRAPH_RATIO = 1.1
+#: The doctor checks the one step a learner looks at, not every step of a run: what it adds must not
+#: be a wait one notices. 10 ms is well under the 0.1 s of Nielsen's "instantaneous" limit.
+TARGET_DOCTOR_MS = 10.0
 TARGET_IMPORT = 0.2
 STEADY = 0.15  # floor kernels further than this from their median: the machine was disturbed
 # Libraries with a large one-time cost in a kernel: module → the short name the table uses.
@@ -246,6 +250,72 @@ def bench_graph(repeat: int) -> dict:
     }
 
 
+def _doctor_models():
+    """08's three-layer model and step, and an MNIST-sized MLP (784 -> 256 -> 256 -> 10, a batch
+    of 64): the step's cost without the doctor is mostly arithmetic in the second, bookkeeping in
+    the first."""
+    import torch
+    from torch import nn
+
+    torch.manual_seed(0)
+    tiny = nn.Sequential(nn.Linear(2, 2), nn.Linear(2, 2), nn.Linear(2, 1))
+    mlp = nn.Sequential(
+        nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 10)
+    )
+    return [
+        ("08's three layers", tiny, torch.randn(2, 2), torch.randn(2, 1), nn.MSELoss()),
+        (
+            "an MLP 784-256-256-10, batch 64",
+            mlp,
+            torch.randn(64, 784),
+            torch.randint(0, 10, (64,)),
+            nn.CrossEntropyLoss(),
+        ),
+    ]
+
+
+def bench_doctor(repeat: int, steps: int = 50) -> list[dict]:
+    """One SGD step with and without `with doctor(model)` around it, alternating; the median of
+    `repeat` rounds of `steps` steps each."""
+    import torch
+
+    from helpers.doctor import doctor
+
+    rows = []
+    for label, model, x, target, loss_fn in _doctor_models():
+        optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
+
+        def step():
+            optimizer.zero_grad()
+            loss_fn(model(x), target).backward()
+            optimizer.step()
+
+        def watched():
+            with doctor(model):
+                step()
+
+        plain, with_doctor = [], []
+        for _ in range(max(5, repeat)):
+            for kind, times in ((step, plain), (watched, with_doctor)):
+                start = time.perf_counter()
+                for _ in range(steps):
+                    kind()
+                times.append((time.perf_counter() - start) / steps)
+        ratio = statistics.median(with_doctor) / statistics.median(plain)
+        added_ms = (statistics.median(with_doctor) - statistics.median(plain)) * 1e3
+        rows.append(
+            {
+                "measure": f"doctor around one training step, {label}",
+                "value": f"{round(added_ms, 2) + 0:+.2f} ms, {ratio:.1f}× "
+                f"({statistics.median(with_doctor) * 1e3:.2f} ms vs "
+                f"{statistics.median(plain) * 1e3:.2f} ms)",
+                "target": f"≤ +{TARGET_DOCTOR_MS:g} ms",
+                "met": added_ms <= TARGET_DOCTOR_MS,
+            }
+        )
+    return rows
+
+
 def _python_time(code: str) -> float:
     start = time.perf_counter()
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
@@ -343,7 +413,7 @@ def bench_make_test() -> list[dict]:
             capture_output=True, text=True, timeout=5400, check=False,
         )  # fmt: skip
         tested = time.monotonic() - start
-    table = done.stdout[done.stdout.rfind("step  "):].strip() if "step  " in done.stdout else ""
+    table = done.stdout[done.stdout.rfind("step  ") :].strip() if "step  " in done.stdout else ""
     print(table)
     minutes = tested / 60
     return [
@@ -405,7 +475,12 @@ def main(argv: list[str] | None = None) -> int:
     notebooks = [p for p in NOTEBOOKS if args.only in p.name]
     if not notebooks:
         parser.error(f"--only {args.only!r} matches no notebook in {ROOT / 'notebooks'}")
-    rows = [bench_import(args.repeat), bench_graph(args.repeat), *bench_widgets()]
+    rows = [
+        bench_import(args.repeat),
+        bench_graph(args.repeat),
+        *bench_doctor(args.repeat),
+        *bench_widgets(),
+    ]
     if not args.skip_notebooks:
         per_notebook, suite = bench_notebooks(args.repeat, notebooks)
         rows += [*suite, *per_notebook]

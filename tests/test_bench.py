@@ -96,3 +96,16 @@ def test_a_disturbed_machine_is_flagged():
     assert bench.steadiness_row([2.0, 2.1, 1.95, 2.05])["met"]
     row = bench.steadiness_row([2.0, 2.1, 2.0, 2.9])  # one floor kernel 45% slower
     assert not row["met"] and row["value"] == "median 2.05 s, from 2.00 to 2.90 s"
+
+
+def test_the_doctor_is_timed_against_the_same_step_without_it(monkeypatch):
+    clock = iter(range(1000))
+    monkeypatch.setattr(bench.time, "perf_counter", lambda: next(clock) * 0.001)
+    rows = bench.bench_doctor(repeat=1, steps=1)
+    assert [r["measure"] for r in rows] == [
+        "doctor around one training step, 08's three layers",
+        "doctor around one training step, an MLP 784-256-256-10, batch 64",
+    ]
+    # each timed run takes one tick of the fake clock: the doctor adds nothing, 1.0×
+    assert rows[0]["value"] == "+0.00 ms, 1.0× (1.00 ms vs 1.00 ms)"
+    assert rows[0]["target"] == "≤ +10 ms" and rows[0]["met"] is True
