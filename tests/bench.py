@@ -34,6 +34,7 @@ It prints a table and writes it to BENCHMARKS.md. Nothing in it is typed in by h
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import os
 import platform
@@ -274,33 +275,31 @@ def _doctor_models():
     ]
 
 
-def bench_doctor(repeat: int, steps: int = 50) -> list[dict]:
-    """One SGD step with and without `with doctor(model)` around it, alternating; the median of
-    `repeat` rounds of `steps` steps each."""
+def _steps_time(model, x, target, loss_fn, steps: int, watched: bool) -> float:
+    """Seconds per SGD step of `model`, over `steps` steps, inside `doctor(model)` or not."""
     import torch
 
     from helpers.doctor import doctor
 
-    rows = []
-    for label, model, x, target, loss_fn in _doctor_models():
-        optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
-
-        def step():
+    optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
+    start = time.perf_counter()
+    for _ in range(steps):
+        with doctor(model) if watched else contextlib.nullcontext():
             optimizer.zero_grad()
             loss_fn(model(x), target).backward()
             optimizer.step()
+    return (time.perf_counter() - start) / steps
 
-        def watched():
-            with doctor(model):
-                step()
 
+def bench_doctor(repeat: int, steps: int = 50) -> list[dict]:
+    """One SGD step with and without `with doctor(model)` around it, alternating; the median of
+    `repeat` rounds of `steps` steps each."""
+    rows = []
+    for label, *case in _doctor_models():
         plain, with_doctor = [], []
         for _ in range(max(5, repeat)):
-            for kind, times in ((step, plain), (watched, with_doctor)):
-                start = time.perf_counter()
-                for _ in range(steps):
-                    kind()
-                times.append((time.perf_counter() - start) / steps)
+            plain.append(_steps_time(*case, steps, watched=False))
+            with_doctor.append(_steps_time(*case, steps, watched=True))
         ratio = statistics.median(with_doctor) / statistics.median(plain)
         added_ms = (statistics.median(with_doctor) - statistics.median(plain)) * 1e3
         rows.append(
