@@ -499,7 +499,7 @@ class Checkup:
         def verdict(cause: str, location: Location | None = None, **values: Any):
             return cause, say("common", f"doctor.{cause}", **values), location
 
-        if not r.trainable:
+        if not (r.trainable and r.tensor.requires_grad):  # frozen before the step, or in it
             return verdict("frozen")
         if r.incoming is None:
             return self._why_no_gradient(r, verdict)
@@ -692,6 +692,10 @@ class Checkup:
 
     def _repr_html_(self) -> str:
         import html
+        import re
+
+        def text(value: str) -> str:  # `code` in a message is shown as code
+            return re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(value))
 
         if self._state != "done":
             return html.escape(repr(self))
@@ -706,7 +710,7 @@ class Checkup:
             mark = "⚠️" if f.problem else "ℹ️"
             items.append(
                 f"<li>{mark} <b>{html.escape(', '.join(f.parameters))}</b>: "
-                f"{html.escape(f.message)}{where}</li>"
+                f"{text(f.message)}{where}</li>"
             )
         listing = f"<ul>{''.join(items)}</ul>" if items else ""
         return f"{self.rows._repr_html_()}<p>{html.escape(self.summary())}</p>{listing}"

@@ -211,6 +211,19 @@ def test_a_frozen_layer_is_said_not_blamed():
     assert [f.cause for f in checkup.findings] == ["frozen"]
 
 
+def test_a_layer_frozen_inside_the_step_is_frozen_too():
+    model = ThreeLayers()
+    with doctor(model) as checkup:
+        model.middle.requires_grad_(False)
+        optimizer = torch.optim.SGD(model.parameters(), lr=LR)
+        loss_fn(model(x), target).backward()
+        optimizer.step()
+    assert causes(checkup) == dict.fromkeys(ALL, "learned") | {
+        "middle.weight": "frozen",
+        "middle.bias": "frozen",
+    }
+
+
 def test_the_exercise_train_loop_with_two_bugs():
     """08's exercise 2, as it is handed out: another model's optimizer and a detach."""
     model = ThreeLayers()
@@ -615,6 +628,7 @@ def test_the_report_shows_as_html():
     assert "<table" in page and "⚠️ <b>first.weight, first.bias</b>" in page
     assert "<code>return model.last(model.middle(model.first(x).detach()))</code>" in page
     assert "2 finding(s) to fix:" in page  # the cut, and no step
+    assert "its path to the loss was cut by <code>.detach()</code>." in page
 
 
 def test_bad_input_gets_a_clear_message():
