@@ -42,3 +42,16 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted(__all__)
+
+
+def _explain_reruns() -> None:
+    """In a Jupyter kernel, errors of a cell run twice explain themselves (`helpers.rerun`)."""
+    import sys
+
+    if "ipykernel" in sys.modules:
+        from helpers.rerun import install
+
+        install()
+
+
+_explain_reruns()

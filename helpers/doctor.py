@@ -68,8 +68,6 @@ CAUSES = {
     "rounded_away": True,
 }
 
-_TORCH_DIR = str(Path(torch.__file__).parent) + os.sep
-_HELPERS_DIR = str(Path(__file__).parent) + os.sep
 _LIBRARY_DIRS = tuple(
     {
         str(Path(p)) + os.sep
@@ -77,8 +75,16 @@ _LIBRARY_DIRS = tuple(
         if (p := sysconfig.get_paths().get(key))
     }
 )
-#: Files that are not the learner's: torch, the course's helpers, Python and installed packages.
-_NOT_LEARNER = (_TORCH_DIR, _HELPERS_DIR, *_LIBRARY_DIRS)
+#: Code that is not the learner's: torch and the course's helpers (by module, wherever they are
+#: installed), and Python's own and installed packages (by file).
+_NOT_LEARNER_MODULES = ("torch", "helpers")
+
+
+def _is_learners(frame: Any) -> bool:
+    module = frame.f_globals.get("__name__", "")
+    if module.partition(".")[0] in _NOT_LEARNER_MODULES:
+        return False
+    return not frame.f_code.co_filename.startswith(_LIBRARY_DIRS)
 #: Property reads torch reports to a function mode that are not operations (all but `.data`).
 _CALLS_TO_PYTHON = {"item", "tolist", "numpy", "__float__", "__int__", "__index__"}
 _NOT_OPERATIONS = {"backward", "register_hook", "retain_grad", "requires_grad_", "__set__"}
@@ -124,9 +130,8 @@ def _learner_location(frame: Any = None) -> Location | None:
     """The innermost frame of the learner's code on the stack (not torch, helpers or Python's)."""
     frame = frame or sys._getframe(1)
     while frame is not None:
-        filename = frame.f_code.co_filename
-        if not filename.startswith(_NOT_LEARNER):
-            return Location(filename, frame.f_lineno, frame.f_code.co_name)
+        if _is_learners(frame):
+            return Location(frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name)
         frame = frame.f_back
     return None
 
@@ -136,7 +141,7 @@ def _decorated_function(frame: Any) -> str | None:
     while frame is not None:
         if frame.f_code.co_name == "decorate_context" and "func" in frame.f_locals:
             return getattr(frame.f_locals["func"], "__name__", None)
-        if not frame.f_code.co_filename.startswith(_NOT_LEARNER):
+        if _is_learners(frame):
             return None
         frame = frame.f_back
     return None
@@ -289,7 +294,7 @@ class Checkup:
         self.error = exc
         self._error_at = None
         while tb is not None:  # the innermost line of the learner's code the error passed
-            if not tb.tb_frame.f_code.co_filename.startswith(_NOT_LEARNER):
+            if _is_learners(tb.tb_frame):
                 self._error_at = Location(
                     tb.tb_frame.f_code.co_filename, tb.tb_lineno, tb.tb_frame.f_code.co_name
                 )

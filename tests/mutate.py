@@ -51,6 +51,7 @@ MODULES: dict[str, list[str]] = {
     "helpers/editions.py": ["tests/test_editions.py"],
     "helpers/shapes.py": ["tests/test_shapes.py"],
     "helpers/naming.py": ["tests/test_naming.py"],
+    "helpers/doctor.py": ["tests/test_doctor.py"],
     "helpers/backward_recorder.py": ["tests/test_backward_recorder.py"],
     "helpers/explorers.py": ["tests/test_explorers.py"],
     "helpers/split_ranks.py": ["tests/test_split_ranks.py"],
@@ -79,6 +80,7 @@ FORKSERVER = {
     "helpers/exercises/compiled.py",
     "helpers/precision.py",
     "helpers/exercises/precision.py",
+    "helpers/doctor.py",  # its tests run a GradScaler step
 }
 
 #: Modules left out, each with the reason (drawing and layout are checked by looking at them).

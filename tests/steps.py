@@ -74,7 +74,7 @@ def test_steps() -> list[Step]:
         Step(
             "unit",
             "the helpers' behaviour (tests that run no notebook)",
-            [*pytest, "tests", "-m", "not notebooks and not browser"],
+            [*pytest, "tests", "-m", "not notebooks and not browser and not rerun"],
             expected=90,
         ),
         Step(
@@ -82,6 +82,12 @@ def test_steps() -> list[Step]:
             "Run All offline, without dot, shuffled; Colab emulated",
             [*pytest, "tests", "-m", "notebooks and not browser"],
             expected=120,
+        ),
+        Step(
+            "rerun",
+            "every cell of every notebook run twice in a row explains itself; both editions",
+            [*pytest, "tests", "-m", "rerun"],
+            expected=200,
         ),
         Step(
             "browser-en",
