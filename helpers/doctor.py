@@ -139,7 +139,9 @@ def _learner_location(frame: Any = None) -> Location | None:
 def _decorated_function(frame: Any) -> str | None:
     """The function a grad-mode decorator wraps, when the grad mode was switched by one."""
     while frame is not None:
-        if frame.f_code.co_name == "decorate_context" and "func" in frame.f_locals:
+        # torch's decorator wrapper (its frame is renamed after the grad mode from torch 2.15)
+        in_wrapper = frame.f_globals.get("__name__") == "torch.utils._contextlib"
+        if in_wrapper and "func" in frame.f_locals:
             return getattr(frame.f_locals["func"], "__name__", None)
         if _is_learners(frame):
             return None

@@ -71,6 +71,7 @@ NOT_UNIT = {
     "test_colab_emulation.py": "run here with Colab's own torch instead",
     "test_compat.py": "this run's own table",
     "test_faults.py": "runs every notebook again (without dot, offline, shuffled)",
+    "test_rerun_notebooks.py": "runs every cell of every notebook twice (the pinned torch's run)",
     "test_lab.py": "starts the pinned JupyterLab",
     "test_mutate_config.py": "the committed mutation table (MUTATION.md), not torch",
     "test_nbval_sanitizers.py": "reads the committed outputs",

@@ -52,6 +52,7 @@ MODULES: dict[str, list[str]] = {
     "helpers/shapes.py": ["tests/test_shapes.py"],
     "helpers/naming.py": ["tests/test_naming.py"],
     "helpers/doctor.py": ["tests/test_doctor.py"],
+    "helpers/rerun.py": ["tests/test_rerun.py"],
     "helpers/backward_recorder.py": ["tests/test_backward_recorder.py"],
     "helpers/explorers.py": ["tests/test_explorers.py"],
     "helpers/split_ranks.py": ["tests/test_split_ranks.py"],

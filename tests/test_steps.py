@@ -61,7 +61,7 @@ def test_every_test_runs_in_exactly_one_step(tmp_path):
         chosen = [s.name for s in pytest_steps if selects(s.command[4:], test)]
         assert len(chosen) == 1, f"{test['id']} runs in {chosen or 'no step'}"
     names = {s.name for s in pytest_steps}
-    assert names == {"unit", "notebook runs", "browser-en", "browser-zh"}
+    assert names == {"unit", "notebook runs", "rerun", "browser-en", "browser-zh"}
 
 
 def test_the_selection_follows_markers_and_names():
@@ -86,7 +86,7 @@ def test_the_nbval_steps_cover_both_editions_and_three_kernel_sets():
 def test_check_is_lint_and_the_unit_tests_only():
     assert [s.name for s in steps.check_steps()] == ["lint", "unit"]
     unit = next(s for s in steps.check_steps() if s.name == "unit")
-    assert unit.command[-1] == "not notebooks and not browser"
+    assert unit.command[-1] == "not notebooks and not browser and not rerun"
 
 
 def fake(name: str, code: str) -> steps.Step:
