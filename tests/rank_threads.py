@@ -88,6 +88,7 @@ def run_in_threads(
         for thread in threads:
             thread.join(2 * timeout)
         hung = [r for r, thread in enumerate(threads) if thread.is_alive()]
+    _forget_active_ddp_module()
     for rank in hung:
         errors[rank] = f"still running after {2 * timeout:g} s"
     if errors:
@@ -95,6 +96,18 @@ def run_in_threads(
             "\n".join(f"rank {r} failed:\n{text}" for r, text in sorted(errors.items()))
         )
     return {rank: results[rank] for rank in sorted(results)}
+
+
+def _forget_active_ddp_module() -> None:
+    """DDP's forward sets a class attribute, `DistributedDataParallel._active_ddp_module`, and
+    restores the value it found on exit. Two ranks' forwards in threads of one process can
+    interleave (A enters, B enters and saves A, A restores None, B restores A), leaving a module
+    marked active after both returned; a later `torch.compile` in this process then takes its
+    DDP path. Ranks as processes never share it."""
+    from torch.nn.parallel import DistributedDataParallel
+
+    if hasattr(DistributedDataParallel, "_active_ddp_module"):
+        DistributedDataParallel._active_ddp_module = None
 
 
 def run_here(target: Callable[..., Any], world_size: int, **options: Any) -> dict[int, Any]:
