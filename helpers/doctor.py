@@ -85,8 +85,11 @@ def _is_learners(frame: Any) -> bool:
     if module.partition(".")[0] in _NOT_LEARNER_MODULES:
         return False
     return not frame.f_code.co_filename.startswith(_LIBRARY_DIRS)
-#: Property reads torch reports to a function mode that are not operations (all but `.data`).
+
+
+#: Calls that leave torch for a Python value: a cut, though they return no tensor.
 _CALLS_TO_PYTHON = {"item", "tolist", "numpy", "__float__", "__int__", "__index__"}
+#: Calls torch reports to a function mode that compute nothing a gradient could flow through.
 _NOT_OPERATIONS = {"backward", "register_hook", "retain_grad", "requires_grad_", "__set__"}
 
 
@@ -205,10 +208,10 @@ class _Parameter:
     tensor: torch.Tensor
     before: torch.Tensor
     trainable: bool
-    grad_at_entry: str  # "none", "zero" or "waiting" (nonzero, from before the block)
-    incoming: torch.Tensor | None = None
-    arrivals: int = 0
-    waiting: str = ""  # what `.grad` holds now: "", "block" (this block's) or "stepped"
+    incoming: torch.Tensor | None = None  # the sum of the gradients that arrived in the block
+    #: whose gradient `.grad` holds: "" (none), "before" (from before the block), "block" (this
+    #: block's backward, not stepped yet) or "stepped" (an optimizer has used it)
+    waiting: str = ""
     leftover: bool = False
     leftover_at: Location | None = None
     accumulated: int = 0
@@ -311,14 +314,12 @@ class Checkup:
 
     def _watch_parameter(self, name: str, tensor: torch.Tensor) -> None:
         grad = tensor.grad
-        entry = "none" if grad is None else ("zero" if not grad.any() else "waiting")
         record = _Parameter(
             name=name,
             tensor=tensor,
             before=tensor.detach().clone(),
             trainable=tensor.requires_grad,
-            grad_at_entry=entry,
-            waiting="before" if entry == "waiting" else "",
+            waiting="before" if grad is not None and grad.any() else "",
         )
         self._params[id(tensor)] = record
         if tensor.requires_grad and tensor.is_leaf:
@@ -340,7 +341,6 @@ class Checkup:
             elif record.waiting == "block":
                 record.accumulated += 1
         record.waiting = "block"
-        record.arrivals += 1
         g = grad.detach()
         record.incoming = g.clone() if record.incoming is None else record.incoming + g
 
@@ -413,7 +413,7 @@ class Checkup:
             if result.requires_grad and id(result) not in self._params:
                 self._handoff_leaves.append(result)
             return
-        if name in _NOT_OPERATIONS or (name not in ("data",) and _is_property(name, args)):
+        if name in _NOT_OPERATIONS or (name != "data" and _is_property(name, args)):
             return
         inputs = [t for t in tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
         for t in inputs:
