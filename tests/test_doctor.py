@@ -10,6 +10,7 @@ import pytest
 import torch
 from torch import nn
 
+from helpers import split
 from helpers.doctor import CAUSES, Location, doctor
 from helpers.split import build_models, cut, make_optimizers, post_tensors
 
@@ -650,3 +651,28 @@ def test_bad_input_gets_a_clear_message():
         checkup.cause("first")
     with pytest.raises(TypeError, match="doctor\\(\\) got a checkup, not a model"):
         doctor(checkup)
+
+
+@pytest.mark.parametrize("step", ["split_step", "joint_step"])
+def test_the_courses_own_split_steps_are_healthy(step):
+    """06's split step (three optimizers, two hand-offs) and its joint reference, as the helpers
+    run them: a clean bill, with every model's parameters learned."""
+    m = build_models(seed=42)
+    optimizers = make_optimizers(m)
+    with doctor(m.named_parameters()) as checkup:
+        getattr(split, step)(m, tokens, label, optimizers)
+    assert checkup.healthy and checkup.findings == [], checkup
+    assert set(by_model(checkup, m)) == {"model1", "model2", "model3"}
+    assert {c for causes in by_model(checkup, m).values() for c in causes} == {"learned"}
+
+
+def test_one_optimizer_over_all_three_models_is_healthy():
+    """06b's arrangement: one optimizer holds every model's parameters."""
+    m = build_models(seed=42)
+    optimizer = torch.optim.Adam(list(m.named_parameters().values()), lr=0.01)
+    with doctor(m.named_parameters()) as checkup:
+        optimizer.zero_grad()
+        split.run_split(m, tokens, label)
+        optimizer.step()
+    assert checkup.healthy and checkup.findings == [], checkup
+    assert checkup.rows.column("optimizer") == ["Adam"] * 7
