@@ -6,9 +6,9 @@
 Every question is a short program and a yes/no question about it ("Is `y.grad` None?", "Does
 the last line raise?", "Do they share storage?"). Each answer is typed into the question's text
 file, then checked: the program runs in your kernel when the quiz is built, and the quiz refuses
-to show a question whose stated answer disagrees with what torch did. After you click a prediction, the explanation names the
-misconception behind the wrong answer. Static viewers get the questions with the answers folded
-away (HTML `<details>`).
+to show a question whose stated answer disagrees with what torch did. After you click a
+prediction, the explanation names the misconception behind the wrong answer. Static viewers get
+the questions with the answers folded away (HTML `<details>`).
 """
 
 from __future__ import annotations
