@@ -488,3 +488,83 @@ def test_feedback_text_comes_from_the_notebook_text_file(monkeypatch):
 )
 def test_messages_name_the_call_and_what_it_returned(check, answer, message):
     assert check(answer).messages == [message]
+
+
+def train_float_losses(model, x, target, steps=3):
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.0625)
+    losses = []
+    for _ in range(steps):
+        optimizer.zero_grad()
+        loss = mse(model(x), target)
+        loss.backward()
+        optimizer.step()
+        losses.append(float(loss))  # right too: torch may warn, once per process
+    return losses
+
+
+def test_train_float_of_the_loss_is_right_every_time():
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        first, again = check_train(train_float_losses), check_train(train_float_losses)
+    assert first.ok and again.ok, (first, again)
+
+
+def test_train_float_warning_is_not_held_against_the_learner(monkeypatch):
+    """torch >= 2.12 warns about float() of a tensor that requires grad, once per process: a
+    checker that heeded it would pass the same cell only the second time it runs."""
+    import warnings
+
+    def warns_like_torch(model, x, target):
+        warnings.warn(
+            "Converting a tensor with requires_grad=True to a scalar may lead to unexpected "
+            "behavior.\nConsider using tensor.detach() first.",
+            UserWarning,
+            stacklevel=1,
+        )
+        return train_float_losses(model, x, target)
+
+    assert check_train(warns_like_torch).ok
+
+
+def train_zero_grad_between(model, x, target, steps=3):
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.0625)
+    losses = []
+    for _ in range(steps):
+        loss = mse(model(x), target)
+        loss.backward()
+        optimizer.zero_grad()  # clears what backward() just computed
+        optimizer.step()
+        losses.append(loss.item())
+    return losses
+
+
+def train_without_zero_grad(model, x, target, steps=3):
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.0625)
+    losses = []
+    for _ in range(steps):
+        loss = mse(model(x), target)
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return losses
+
+
+ALL_SIX = "first.weight, first.bias, middle.weight, middle.bias, last.weight, last.bias"
+
+
+def test_train_zero_grad_between_backward_and_step_is_named():
+    assert check_train(train_zero_grad_between).messages == [
+        f"{ALL_SIX} got a gradient, but it was cleared before step() used it: zero_grad() runs "
+        "between backward() and step(). Call it before backward() (or after step()).",
+        "the loss did not fall: 0.1328 at the first step, 0.1328 at the last.",
+    ]
+
+
+def test_train_without_zero_grad_is_named_not_a_generic_loss_message():
+    assert check_train(train_without_zero_grad).messages == [
+        f"{ALL_SIX} moved by old gradients too: each backward() added to the gradient the last "
+        "step had already used, because zero_grad() is missing. Call optimizer.zero_grad() in "
+        "each step, before backward()."
+    ]
