@@ -5,6 +5,7 @@ import warnings
 import pytest
 import torch
 from torch import nn
+from torch.func import hessian as imported_hessian  # bound before a checker can watch it
 from torch.utils.checkpoint import checkpoint
 
 from helpers.exercises.higher_order import check_checkpointed, check_hvp, check_softsign
@@ -162,6 +163,39 @@ def test_hvp_returning_or_building_the_hessian():
         "cost of about one more backward pass"
     ]
     assert torch.func.jacrev.__module__ != "helpers.exercises.higher_order"  # put back
+
+
+def test_hvp_building_the_hessian_however_written_is_caught():
+    """Row by row (a stack of n gradients), or by a transform bound to a name before the checker
+    could watch it: each makes an n×n tensor, and that is what the checker looks for."""
+
+    def rows(f, x, v):
+        (g,) = torch.autograd.grad(f(x), x, create_graph=True)
+        return torch.stack([torch.autograd.grad(gi, x, retain_graph=True)[0] for gi in g]) @ v
+
+    def imported(f, x, v):
+        return imported_hessian(f)(x.detach()) @ v
+
+    with warnings.catch_warnings():  # torch.func's first use may warn about torch.jit
+        warnings.simplefilter("ignore", DeprecationWarning)
+        imported_result, rows_result = check_hvp(imported), check_hvp(rows)
+    assert rows_result.messages == [
+        "the numbers are right, but a 4×4 tensor was made along the way (the first one by "
+        "torch.stack): that is the whole Hessian, n backward passes and n² numbers. Two grad "
+        "calls give H v without it, at the cost of about one more backward pass"
+    ]
+    assert not imported_result.ok
+    assert "a 4×4 tensor was made along the way" in text(imported_result)
+
+
+def test_hvp_forward_over_reverse_and_vhp_pass():
+    def forward_over_reverse(f, x, v):
+        return torch.func.jvp(torch.func.grad(f), (x.detach(),), (v,))[1]
+
+    with warnings.catch_warnings():  # torch.func's first use may warn about torch.jit
+        warnings.simplefilter("ignore", DeprecationWarning)
+        assert check_hvp(forward_over_reverse).ok
+        assert check_hvp(lambda f, x, v: torch.autograd.functional.vhp(f, x, v)[1]).ok
 
 
 def test_hvp_wrong_numbers_and_errors_are_reported():

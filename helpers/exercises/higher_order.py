@@ -9,6 +9,8 @@ from contextlib import contextmanager
 from typing import Any
 
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves
 
 from helpers.checks import CheckResult, feedback
 from helpers.language import say
@@ -83,6 +85,24 @@ def _recording_builders() -> Iterator[list[str]]:
             setattr(module, name, original)
 
 
+class _SquareTensors(TorchDispatchMode):
+    """Notes the operator behind each n×n tensor made while it is active: a Hessian built row by
+    row (`torch.stack` of n gradients) or by a transform shows up as one, however it was called.
+    A dispatch mode sees the operators under `torch.func`'s transforms too."""
+
+    def __init__(self, n: int) -> None:
+        super().__init__()
+        self.n = n
+        self.makers: list[str] = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        for t in tree_leaves(out):
+            if isinstance(t, torch.Tensor) and tuple(t.shape) == (self.n, self.n):
+                self.makers.append(f"torch.{func.overloadpacket.__name__}")
+        return out
+
+
 # --- exercise 1: a Hessian-vector product ------------------------------------------------------
 
 
@@ -109,11 +129,12 @@ def _hvp_hint(name: str, got: torch.Tensor, x: list[float], v: list[float], refs
 def check_hvp(hvp: Callable[[Callable, torch.Tensor, torch.Tensor], object]) -> CheckResult:
     """Check `hvp(f, x, v)` = (Hessian of f at x) @ v, computed without building the Hessian."""
     built: set[str] = set()
+    square: tuple[int, str] | None = None  # an n×n tensor made without a known builder
     for name, f, x, v in HVP_CASES:
         point = torch.tensor(x, dtype=F64, requires_grad=True)
         direction = torch.tensor(v, dtype=F64)
         try:
-            with _recording_builders() as called:
+            with _recording_builders() as called, _SquareTensors(len(x)) as squares:
                 got = hvp(f, point, direction)
         except Exception as err:  # the learner's code: report, never raise
             no_graph = "does not require grad" in str(err)
@@ -121,6 +142,8 @@ def check_hvp(hvp: Callable[[Callable, torch.Tensor, torch.Tensor], object]) -> 
                 [_say("hvp_raised_no_graph" if no_graph else "hvp_raised", **_error(err))]
             )
         built.update(called)
+        if squares.makers and not called:
+            square = (len(x), squares.makers[0])
         if got is Ellipsis or got is None:
             return feedback([_say("hvp_returned_nothing", got="..." if got is Ellipsis else None)])
         if isinstance(got, tuple | list) and len(got) == 1:
@@ -137,6 +160,8 @@ def check_hvp(hvp: Callable[[Callable, torch.Tensor, torch.Tensor], object]) -> 
             return feedback([_hvp_hint(name, got, x, v, refs)])
     if built:
         return feedback([_say("hvp_built_matrix", builder=sorted(built)[0])])
+    if square is not None:
+        return feedback([_say("hvp_built_square", n=square[0], op=square[1])])
     return feedback([], success=_say("success_hvp"))
 
 
