@@ -225,6 +225,19 @@ def test_clip_hook_in_place_is_named():
     ]
 
 
+def test_clip_hook_that_records_the_clipped_copy_is_not_blamed_for_an_in_place_edit():
+    def hook(grad, seen):
+        clipped = grad.clamp(-1, 1)
+        seen.append(clipped)  # the clipped copy, not what arrived; nothing edited in place
+        return clipped
+
+    result = check_clip_hook(*run_hook(hook))
+    assert result.messages == [
+        "seen[0] is [-1, 1], already clipped: the hook recorded the clipped tensor. Record the "
+        "gradient as it arrives, seen.append(grad), then return grad.clamp(-1, 1)."
+    ]
+
+
 def test_clip_hook_wrong_record_is_named():
     def hook(grad, seen):
         seen.append(grad.sum())

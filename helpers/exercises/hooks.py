@@ -144,7 +144,11 @@ def check_clip_hook(hidden: Any, W: Any, x: Any, seen: Any) -> CheckResult:
         elif len(seen) > 1:
             problems.append(say(TEXT, "feedback.hook_ran_more", times=len(seen)))
         elif _same(seen[0], clipped) and not _same(seen[0], incoming):
-            problems.append(say(TEXT, "feedback.seen_clipped", got=_values(seen[0])))
+            # an in-place clamp_ bumped the recorded tensor's version; a recorded clamp() result
+            # is a new tensor, version 0: the hook appended the clipped copy, not the gradient
+            edited = isinstance(seen[0], torch.Tensor) and seen[0]._version > 0
+            key = "feedback.seen_clipped" if edited else "feedback.seen_clipped_copy"
+            problems.append(say(TEXT, key, got=_values(seen[0])))
         elif not _same(seen[0], incoming):
             problems.append(
                 say(
