@@ -476,6 +476,18 @@ def test_checkpoint_placeholder_and_no_checkpoint():
     assert not result.ok and "each block ran once: nothing was recomputed" in text(result)
 
 
+def test_checkpoint_whose_results_are_dropped_is_told_so_not_asked_about_no_grad():
+    def forgets_the_assignment(blocks, x):
+        for block in blocks:
+            checkpoint(block, x, use_reentrant=False)  # x = forgotten
+        return x
+
+    assert check(forgets_the_assignment).messages == [
+        "the function returned x itself, as it came in: the blocks' results were dropped. Keep "
+        "each one: x = checkpoint(block, x, use_reentrant=False)"
+    ]
+
+
 def test_checkpoint_reentrant_without_input_grad_is_explained():
     result = check(each_block(use_reentrant=True))
     assert not result.ok and "has no grad_fn" in text(result)

@@ -283,6 +283,8 @@ def check_checkpointed(
     problems = []
     if reentrant_warning:
         problems.append(_say("reentrant_warning"))
+    if out is x:  # each block's result dropped: `checkpoint(block, x)` without `x =`
+        return feedback([*problems, _say("returned_the_input")])
     if not out.requires_grad:
         reentrant = any("None of the inputs have requires_grad" in w for w in run["warnings"])
         return feedback([*problems, _say("no_grad_fn_reentrant" if reentrant else "no_grad_fn")])
