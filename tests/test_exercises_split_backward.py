@@ -109,6 +109,24 @@ def test_handoff_stage_1_twice_is_doubled():
     assert "doubled: f1.backward() ran twice" in text(handoff(right2, twice))
 
 
+def test_handoff_run_twice_is_named_not_blamed_on_f1_alone():
+    def stage2_twice(f1, ff1, f2, ff2):
+        f2.backward(ff2.grad, retain_graph=True)
+
+    def both_twice(f1, ff1, f2, ff2):  # the pair, run a second time
+        f1.backward(ff1.grad, retain_graph=True)
+        f2.backward(ff2.grad)
+        f1.backward(ff1.grad)
+
+    assert handoff(stage2_twice, both_twice).messages == [
+        "model 2's gradients are doubled: its backward ran twice (each call adds to .grad)",
+        "model 1's gradients differ from the joint run's: they are three times the joint run's: "
+        "the whole hand-off ran twice. The second f2.backward() added to ff1.grad, so the second "
+        "f1.backward() passed twice the gradient (1 + 2 = 3). Run each stage's backward once per "
+        "step",
+    ]
+
+
 def test_handoff_stage_3_twice_is_doubled():
     result = handoff(right2, right1, stage3_twice=True)
     assert "model 3's gradients are doubled" in text(result)

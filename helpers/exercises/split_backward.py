@@ -139,6 +139,8 @@ def check_handoff(
                 hint_key = "hint_activation"
             elif _same(grads1, ref1, 2.0):
                 hint_key = "hint_doubled"
+            elif _same(grads1, ref1, 3.0):  # 1 + 2: the second round's ff1.grad was doubled
+                hint_key = "hint_handoff_twice"
         except Exception:  # a hint is a bonus; never fail the check on it
             pass
         hint = say(TEXT, f"feedback.{hint_key}")
