@@ -259,6 +259,21 @@ def test_each_typical_wrong_formula_gets_its_hint(formula, hint):
     assert message.endswith(" bytes alive: " + HINTS[hint])
 
 
+@pytest.mark.parametrize(
+    ("formula", "hint"),
+    [
+        (lambda b, w, d: 2 * d * b * w, "twice"),
+        (lambda b, w, d: (d + 1) * b * w, "input"),
+        (lambda b, w, d: d * (b * w + w * w), "params"),
+    ],
+)
+def test_a_mistake_counted_in_elements_gets_both_hints(formula, hint):
+    (message,) = check_kept_alive(formula, make_mlp).messages
+    assert message.endswith(
+        " bytes alive: it counts elements, and a float32 element takes 4 bytes; and " + HINTS[hint]
+    )
+
+
 def test_the_first_wrong_size_is_named():
     assert check_kept_alive(lambda b, w, d: d * b * w, make_mlp).messages == [
         "kept_alive(2, 3, 1) = 6, but that graph keeps 24 bytes alive: " + HINTS["elements"]

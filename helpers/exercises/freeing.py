@@ -133,6 +133,9 @@ def _hint(predicted: dict[tuple[int, int, int], float]) -> str:
     for formula, key in wrong:
         if all(predicted[size] == formula(*size) for size in predicted):
             return say(TEXT, f"feedback.{key}")
+    for formula, key in wrong[1:]:  # the same mistakes, counted in elements instead of bytes
+        if all(predicted[size] * f == formula(*size) for size in predicted):
+            return say(TEXT, "feedback.hint_in_elements", hint=say(TEXT, f"feedback.{key}"))
     return say(TEXT, "feedback.hint_other")
 
 
