@@ -235,3 +235,28 @@ def test_a_result_in_another_dtype_names_both_dtypes():
     assert check_clip(lambda g, m: clip_reference(g, m).float()).messages == [
         "the result is torch.float32 for a torch.float64 gradient: keep the dtype"
     ]
+
+
+def test_row_norms_without_keepdim_are_named_when_they_fail_to_broadcast():
+    def no_keepdim(grad, max_norm):
+        return grad * (max_norm / grad.norm(dim=1)).clamp(max=1.0)
+
+    assert check_clip(no_keepdim).messages == [
+        "clip_rows(grad, 1) raised RuntimeError: The size of tensor a (2) must match the size of "
+        "tensor b (4) at non-singleton dimension 1: the row norms have shape [4] and do not line "
+        "up with the rows of grad, [4, 2]. Keep the dimension, grad.norm(dim=1, keepdim=True), "
+        "so that each row is scaled by its own norm"
+    ]
+
+
+def test_row_norms_without_keepdim_are_named_when_they_broadcast_along_columns():
+    def no_keepdim_when_square(grad, max_norm):
+        if grad.shape[0] != grad.shape[1]:
+            return clip_reference(grad, max_norm)
+        return grad * (max_norm / grad.norm(dim=1)).clamp(max=1.0)
+
+    assert check_clip(no_keepdim_when_square).messages == [
+        "each column was scaled by a row's norm: the row norms, taken without keepdim=True, "
+        "broadcast along the columns of a square [3, 3] grad. Keep the dimension: "
+        "grad.norm(dim=1, keepdim=True)"
+    ]

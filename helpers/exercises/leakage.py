@@ -64,6 +64,9 @@ def _diagnose(got: torch.Tensor, grad: torch.Tensor, max_norm: float) -> str:
         )
     if _close(got, grad * min(1.0, max_norm / float(grad.norm()))):
         return say(TEXT, "feedback.one_factor")
+    per_column = (max_norm / grad.norm(dim=1)).clamp(max=1.0)  # row norms without keepdim
+    if grad.shape[0] == grad.shape[1] and _close(got, grad * per_column):
+        return say(TEXT, "feedback.no_keepdim", shape=shape_text(grad))
     columns = grad.norm(dim=0, keepdim=True)
     if _close(got, grad * (max_norm / columns).clamp(max=1.0)):
         return say(TEXT, "feedback.norms_over_dim0")
@@ -102,6 +105,17 @@ def _check_case(clip: Callable, grad: torch.Tensor, max_norm: float) -> list[str
     except Exception as err:  # the learner's code may fail in any way
         text = clean_message(str(err)).splitlines()
         error = f"{type(err).__name__}: {text[0] if text else ''}"
+        if "must match the size of tensor" in str(err):  # row norms of shape [N] against [N, D]
+            return [
+                say(
+                    TEXT,
+                    "feedback.raised_no_keepdim",
+                    call=call,
+                    error=error,
+                    rows=len(grad),
+                    shape=shape_text(grad),
+                )
+            ]
         return [say(TEXT, "feedback.raised", call=call, error=error)]
     if got is Ellipsis:
         return [say(TEXT, "feedback.returns_placeholder")]
