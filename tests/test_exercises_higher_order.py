@@ -555,3 +555,23 @@ def test_checkers_leave_the_random_state_alone():
 def test_feedback_text_comes_from_the_notebook_text_file(monkeypatch):
     edit_feedback(monkeypatch, "09_past_first_order", {"hvp_not_a_tensor": "{type}? no"})
     assert check_hvp(lambda f, x, v: "Hv").messages == ["str? no"]
+
+
+class SavedTuple(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x / (1 + x.abs())
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        x = ctx.saved_tensors  # a tuple: (x,) = ... was meant
+        return grad_output / (1 + x.abs()) ** 2
+
+
+def test_softsign_saved_tensors_not_unpacked_is_named():
+    assert check_softsign(SavedTuple).messages == [
+        "backward raised AttributeError: 'tuple' object has no attribute 'abs'. "
+        "ctx.saved_tensors is a tuple, even with one tensor in it: unpack it, "
+        "(x,) = ctx.saved_tensors"
+    ]

@@ -210,6 +210,8 @@ def check_softsign(function: type) -> CheckResult:
             return feedback([_say("backward_unfilled")])
         if "incorrect number of gradients" in text:
             return feedback([_say("backward_gradient_count")])
+        if "'tuple' object" in text or "and 'tuple'" in text:  # x = ctx.saved_tensors
+            return feedback([_say("backward_saved_tuple", **_error(err))])
         return feedback([_say("backward_raised", **_error(err))])
     if got is None:
         return feedback([_say("backward_returned_none")])
