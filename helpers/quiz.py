@@ -374,13 +374,17 @@ class Quiz(LiveWidget):
         return right
 
     def _text(self) -> str:
+        """The plain-text form (what a plain renderer shows): every question first, then the
+        answers after all of them, as a printed book puts them, so none is read by accident."""
+        numbered = list(enumerate(zip(self.items, self.observed, strict=True), self.start))
         lines = [_ui("heading", title=self.title, count=len(self.items))]
-        for number, (q, seen) in enumerate(zip(self.items, self.observed, strict=True), self.start):
+        for number, (q, _) in numbered:
+            lines += ["", f"{number}. {q.prompt}", *("    " + line for line in q.code.splitlines())]
+        lines += ["", _ui("answers_after")]
+        for number, (q, seen) in numbered:
             lines += [
                 "",
-                f"{number}. {q.prompt}",
-                *("    " + line for line in q.code.splitlines()),
-                "   " + _ui("text_answer", answer=_choice(seen.answer), detail=seen.detail),
+                f"{number}. " + _ui("text_answer", answer=_choice(seen.answer), detail=seen.detail),
                 f"   {_label('misconception')}{q.misconception}",
                 f"   {_label('fact')}{seen.fact or q.fact}",
             ]

@@ -511,7 +511,7 @@ def test_a_quiz_title_comes_from_its_own_notebooks_phrases(text_root):
     assert Quiz([]).title == language.say("common", "quiz.title")
 
 
-def test_the_text_form_lays_out_each_question_its_answer_and_the_computed_fact():
+def test_the_text_form_lays_out_the_questions_then_their_answers_and_computed_facts():
     q = next(q for q in QUESTIONS if q.id.endswith(":backward-2"))
     shown = Quiz([q], title="One question")
     seen = q.run()
@@ -521,12 +521,22 @@ def test_the_text_form_lays_out_each_question_its_answer_and_the_computed_fact()
         "",
         f"1. {q.prompt}",
         *code,
-        f"   Answer: yes. {seen.detail}",
+        "",
+        "Answers (predict first; they come after every question):",
+        "",
+        f"1. Answer: yes. {seen.detail}",
         f"   Misconception: {q.misconception}",
         f"   Fact: {seen.fact}",
     ]
     assert seen.fact.endswith("w is now [0.8, 1.6].") and "{w}" not in repr(shown)
     assert "w is now [0.8, 1.6]." in reveal_html(q, seen)
+
+
+def test_the_text_form_lists_no_answer_before_the_last_question():
+    two = Quiz(questions("backward")[:2], title="Two")
+    text = repr(two)
+    assert text.index("Answer:") > text.index("\n2. ")  # both questions, then the answers
+    assert text.count("Answer:") == 2
 
 
 def test_a_reveal_lists_every_warning():
