@@ -489,7 +489,7 @@ class Checkup:
             [
                 {
                     "parameter": r.name,
-                    "gradient": r.kind,
+                    "gradient": say("common", f"doctor.kind_{r.kind}"),
                     "optimizer": self._optimizer_label(r),
                     "max |Δ|": r.moved,
                     "verdict": say("common", f"doctor.verdict_{verdicts[r.name][0]}"),
