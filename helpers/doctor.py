@@ -103,10 +103,11 @@ class Location:
 
     @property
     def label(self) -> str:
-        """`In [12], line 3` for a notebook cell, `train.py:40` for a file."""
-        cell = _cell_number(self.filename)
-        if cell is not None:
-            return say("common", "doctor.in_cell", cell=cell, line=self.line)
+        """`the cell "class Net(nn.Module):", line 3` for a notebook cell, `train.py:40` for a
+        file. A cell is named by its first line of code, not by its In [n]: that number depends
+        on how the kernel was driven (nbval does not count), and on what ran before."""
+        if _cell_number(self.filename) is not None:
+            return say("common", "doctor.in_cell", cell=_first_line(self.filename), line=self.line)
         return f"{Path(self.filename).name}:{self.line}"
 
     @property
@@ -127,6 +128,15 @@ def _cell_number(filename: str) -> int | None:
     names = getattr(getattr(shell, "compile", None), "_filename_map", {})
     number = names.get(filename)
     return number if isinstance(number, int) else None
+
+
+def _first_line(filename: str) -> str:
+    """A cell's first line of code (not a comment), cut to 40 characters."""
+    for line in linecache.getlines(filename):
+        text = line.strip()
+        if text and not text.startswith("#"):
+            return text if len(text) <= 40 else text[:39] + "…"
+    return "?"
 
 
 def _learner_location(frame: Any = None) -> Location | None:

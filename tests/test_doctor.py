@@ -609,16 +609,29 @@ def test_the_doctor_leaves_nothing_behind():
 # -- what the learner reads, and bad input -----------------------------------------------------
 
 
-def test_a_notebook_cell_is_named_by_its_number(monkeypatch):
+def test_a_notebook_cell_is_named_by_its_first_line_of_code(monkeypatch):
+    import linecache
+
     class Compiler:
-        _filename_map: ClassVar[dict[str, int]] = {"/tmp/ipykernel_1/123.py": 7}
+        _filename_map: ClassVar[dict[str, int]] = {CELL: 7, LONG: 8}
 
     class Shell:
         compile = Compiler()
 
+    lines = ["# a comment first\n", "\n", "model = Net()\n", "loss.backward()\n"]
+    long_first = ["optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"]
+    monkeypatch.setitem(linecache.cache, CELL, (0, None, lines, CELL))
+    monkeypatch.setitem(linecache.cache, LONG, (0, None, long_first, LONG))
     monkeypatch.setattr("IPython.get_ipython", lambda: Shell())
-    assert Location("/tmp/ipykernel_1/123.py", 3, "<module>").label == "In [7], line 3"
+    assert Location(CELL, 4, "<module>").label == 'the cell "model = Net()", line 4'
+    assert str(Location(CELL, 4, "<module>")) == 'the cell "model = Net()", line 4: loss.backward()'
+    assert Location(LONG, 1, "<module>").label == (
+        'the cell "optimizer = torch.optim.SGD(model.param…", line 1'
+    )
     assert Location("/home/me/train.py", 40, "main").label == "train.py:40"
+
+
+CELL, LONG = "/tmp/ipykernel_1/123.py", "/tmp/ipykernel_1/456.py"
 
 
 def test_the_report_shows_as_html():
