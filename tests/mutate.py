@@ -51,8 +51,6 @@ MODULES: dict[str, list[str]] = {
     "helpers/editions.py": ["tests/test_editions.py"],
     "helpers/shapes.py": ["tests/test_shapes.py"],
     "helpers/naming.py": ["tests/test_naming.py"],
-    "helpers/doctor.py": ["tests/test_doctor.py"],
-    "helpers/rerun.py": ["tests/test_rerun.py"],
     "helpers/backward_recorder.py": ["tests/test_backward_recorder.py"],
     "helpers/explorers.py": ["tests/test_explorers.py"],
     "helpers/split_ranks.py": ["tests/test_split_ranks.py"],
@@ -81,7 +79,7 @@ FORKSERVER = {
     "helpers/exercises/compiled.py",
     "helpers/precision.py",
     "helpers/exercises/precision.py",
-    "helpers/doctor.py",  # its tests run a GradScaler step
+    "helpers/doctor.py",  # its tests run a GradScaler step (when it is measured)
 }
 
 #: Modules left out, each with the reason (drawing and layout are checked by looking at them).
@@ -107,6 +105,15 @@ LEFT_OUT: dict[str, str] = {
         "run, before its tests were completed, caught 84%"
     ),
     "helpers/__init__.py": "the list of public names; tests/test_public_helpers.py checks it",
+    "helpers/doctor.py": (
+        "not measured yet: 1,278 mutants at about 1.5 s each on 2 cores; a run begun alongside "
+        "make test had reached 183 of them (tests/test_doctor.py runs every zoo case and clean "
+        "step as a learner writes it)"
+    ),
+    "helpers/rerun.py": (
+        "not measured yet, queued behind helpers/doctor.py; tests/test_rerun.py pins every message, "
+        "and tests/test_rerun_notebooks.py runs every cell of both editions twice"
+    ),
 }
 
 _STATUS = re.compile(r"^\s*(\S+__mutmut_\d+): (.+)$")
