@@ -181,6 +181,28 @@ def render_table(results: list[VersionResult], when: str, where: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def stale_notebooks(table: str) -> list[Path]:
+    """The notebooks whose code hash in the table is not their code's hash now."""
+    recorded = dict(re.findall(r"^\| `([^`]+\.ipynb)` \| `([0-9a-f]+)` \|", table, re.M))
+    return [p for p in NOTEBOOKS if recorded.get(p.name) != code_hash(p)]
+
+
+def update_rows(table: str, results: list[VersionResult]) -> str:
+    """The table with the rows of the notebooks in `results` made again from these runs (the
+    other rows, the unit tests' and the Colab emulation's, are left as the last full run made
+    them). Each rewritten row holds a real run of the code it hashes."""
+    by_version = [{n.notebook: n for n in r.notebooks} for r in results]
+    lines = table.splitlines()
+    for path in {n.notebook for r in results for n in r.notebooks}:
+        row = [f"`{path}`", f"`{code_hash(ROOT / 'notebooks' / path)}`"]
+        row += [cell(found.get(path)) for found in by_version]
+        lines = [
+            "| " + " | ".join(row) + " |" if line.startswith(f"| `{path}` |") else line
+            for line in lines
+        ]
+    return "\n".join(lines) + "\n"
+
+
 def _colab_cell(result: VersionResult) -> str:
     if result.colab is None:
         return "—"
@@ -408,16 +430,29 @@ def main(argv: list[str] | None = None) -> int:
         help="only notebooks whose name contains this; no unit tests, no table",
     )
     parser.add_argument("--no-colab", action="store_true", help="skip the Colab emulation")
+    parser.add_argument(
+        "--stale",
+        action="store_true",
+        help="run only the notebooks whose code changed since the table, on every release, and "
+        "rewrite their rows",
+    )
     parser.add_argument("--out", type=Path, default=TABLE)
     args = parser.parse_args(argv)
     index = os.environ.get("COMPAT_TORCH_INDEX") or None
     notebooks = [p for p in NOTEBOOKS if args.only in p.name]
+    if args.stale:
+        notebooks = stale_notebooks(args.out.read_text(encoding="utf-8"))
+        if not notebooks:
+            print("every notebook's row is current")
+            return 0
     results = []
     try:
         for version in args.versions:
             start = time.monotonic()
             results.append(
-                try_version(version, notebooks, index, not args.no_colab, unit=not args.only)
+                try_version(
+                    version, notebooks, index, not args.no_colab, unit=not (args.only or args.stale)
+                )
             )
             r = results[-1]
             verdict = "pass" if r.ok else "FAIL"
@@ -428,7 +463,11 @@ def main(argv: list[str] | None = None) -> int:
     except CompatError as err:
         print(f"make compat: {err}", file=sys.stderr)
         return 2
-    if not args.only and args.versions == list(VERSIONS) and not args.no_colab:
+    if args.stale and all(r.ok for r in results) and args.versions == list(VERSIONS):
+        table = args.out.read_text(encoding="utf-8")
+        args.out.write_text(update_rows(table, results), encoding="utf-8")
+        print(f"rewrote the rows of {', '.join(p.name for p in notebooks)}")
+    elif not args.only and not args.stale and args.versions == list(VERSIONS) and not args.no_colab:
         when = datetime.date.today().isoformat()
         where = f"{platform.system()} {platform.machine()}, Python {platform.python_version()}"
         args.out.write_text(render_table(results, when, where), encoding="utf-8")

@@ -111,8 +111,8 @@ LEFT_OUT: dict[str, str] = {
         "step as a learner writes it)"
     ),
     "helpers/rerun.py": (
-        "not measured yet, queued behind helpers/doctor.py; tests/test_rerun.py pins every message, "
-        "and tests/test_rerun_notebooks.py runs every cell of both editions twice"
+        "not measured yet, queued behind helpers/doctor.py; tests/test_rerun.py pins every "
+        "message, and tests/test_rerun_notebooks.py runs every cell of both editions twice"
     ),
 }
 

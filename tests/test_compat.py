@@ -155,3 +155,21 @@ def test_unit_tests_run_by_compat_are_every_test_file_but_the_named_exceptions()
     assert set(compat.NOT_UNIT) <= files, set(compat.NOT_UNIT) - files  # no stale exception
     assert {u.removeprefix("tests/") for u in compat.UNIT_TESTS} == files - set(compat.NOT_UNIT)
     assert all(reason for reason in compat.NOT_UNIT.values())
+
+
+def test_a_stale_row_is_found_and_rewritten_from_its_own_runs():
+    from tests import compat
+
+    first, second = compat.NOTEBOOKS[0], compat.NOTEBOOKS[1]
+    table = (
+        f"| `{first.name}` | `000000000000` | pass 1.0 s |\n"
+        f"| `{second.name}` | `{compat.code_hash(second)}` | pass 2.0 s |\n"
+        "| helpers' unit tests | | pass: 1 passed |\n"
+    )
+    assert compat.stale_notebooks(table)[0] == first
+    assert second not in compat.stale_notebooks(table)
+    run = compat.VersionResult("2.4.1")
+    run.notebooks = [compat.NotebookResult(first.name, True, 3.5, "")]
+    rewritten = compat.update_rows(table, [run]).splitlines()
+    assert rewritten[0] == f"| `{first.name}` | `{compat.code_hash(first)}` | pass 3.5 s |"
+    assert rewritten[1:] == table.splitlines()[1:]  # the other rows as they were
