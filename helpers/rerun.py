@@ -20,6 +20,9 @@ from __future__ import annotations
 
 import ast
 import sys
+from collections.abc import Mapping
+from functools import lru_cache
+from types import MappingProxyType
 from typing import Any
 
 from helpers.language import say
@@ -202,14 +205,15 @@ def _loaded(node: ast.AST | None) -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def _bindings(source: str) -> dict[str, int]:
+@lru_cache(maxsize=512)  # the chain asks each earlier cell about each name it reads
+def _bindings(source: str) -> Mapping[str, int]:
     """The names a cell binds at its top level or in its blocks (not inside functions), each
     with the line of its last binding; imports are left out (a module is not state a re-run
     changes)."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
-        return {}
+        return MappingProxyType({})
     bound: dict[str, int] = {}
 
     def visit(node: ast.AST) -> None:
@@ -224,7 +228,7 @@ def _bindings(source: str) -> dict[str, int]:
             visit(child)
 
     visit(tree)
-    return bound
+    return MappingProxyType(bound)  # cached: shared by every caller, so read-only
 
 
 def _run_from(statement: ast.stmt | None, current: str, earlier: list[str]) -> str:
@@ -267,8 +271,9 @@ def _chain(names: list[str], current: str, earlier: list[str]) -> dict[str, int]
     return chain
 
 
-def _reads(source: str) -> list[str]:
+@lru_cache(maxsize=512)
+def _reads(source: str) -> tuple[str, ...]:
     try:
-        return _loaded(ast.parse(source))
+        return tuple(_loaded(ast.parse(source)))
     except SyntaxError:
-        return []
+        return ()

@@ -503,18 +503,15 @@ def train_float_losses(model, x, target, steps=3):
 
 
 def test_train_float_of_the_loss_is_right_every_time():
-    import warnings
-
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         first, again = check_train(train_float_losses), check_train(train_float_losses)
     assert first.ok and again.ok, (first, again)
 
 
-def test_train_float_warning_is_not_held_against_the_learner(monkeypatch):
+def test_train_float_warning_is_not_held_against_the_learner():
     """torch >= 2.12 warns about float() of a tensor that requires grad, once per process: a
     checker that heeded it would pass the same cell only the second time it runs."""
-    import warnings
 
     def warns_like_torch(model, x, target):
         warnings.warn(

@@ -18,7 +18,7 @@ import torch
 from torch import nn
 
 from helpers.checks import CheckResult, call_learner, clean_message, feedback
-from helpers.doctor import doctor
+from helpers.doctor import Checkup, doctor
 from helpers.language import say
 from helpers.params import ParamDiff, param_diff, snapshot
 from helpers.shapes import shape_text
@@ -134,11 +134,11 @@ def check_real_leaf(make_weight: Callable[[list[float]], Any]) -> CheckResult:
 _SCALAR_WARNING = "Converting a tensor with requires_grad=True to a scalar"
 
 
-def _why_not_moved(diff: ParamDiff, model: nn.Module, checkup: Any = None) -> list[str]:
+def _why_not_moved(diff: ParamDiff, model: nn.Module, checkup: Checkup) -> list[str]:
     """Messages for the parameters that did not move: no gradient, a gradient cleared before the
-    step (the doctor's verdict, when it watched the steps), or a gradient not applied."""
+    step (the doctor's verdict: it watched the steps), or a gradient not applied."""
     params = dict(model.named_parameters())
-    cleared = [n for n in diff.unchanged if checkup and checkup.cause(n) == "cleared_before_step"]
+    cleared = [n for n in diff.unchanged if checkup.cause(n) == "cleared_before_step"]
     no_grad = [n for n in diff.unchanged if params[n].grad is None and n not in cleared]
     not_applied = [n for n in diff.unchanged if params[n].grad is not None and n not in cleared]
     problems = []
