@@ -177,38 +177,61 @@ def notebook_title(path: Path) -> str:
     return path.stem
 
 
-#: The time estimate's rates: technical prose read slowly, each code cell read, run and looked at,
-#: each quiz question predicted. An estimate from a notebook's size, not a measurement of learners.
-WORDS_PER_MINUTE = 150
-MINUTES_PER_CODE_CELL = 0.75
-MINUTES_PER_QUIZ_QUESTION = 0.5
+#: The time estimate, from what a notebook holds. Sourced: prose is read at 175 words a minute,
+#: the slow end of adults' silent reading of English non-fiction (175 to 300, mean 238: Brysbaert,
+#: "How many words do we read per minute? A review and meta-analysis of reading rate", Journal of
+#: Memory and Language 109, 2019), since a learner studies rather than reads. Assumed, for want of
+#: a published rate for learners: a shown line of code is read in 4 s, each code cell's output is
+#: looked at for 15 s, each question (a quiz's or a numbered Check yourself one) takes a minute to
+#: predict and check, each exercise 8 minutes. tests/test_course.py checks the course's total
+#: against an independent estimate of 11 to 12 hours.
+WORDS_PER_MINUTE = 175
+CODE_LINES_PER_MINUTE = 15
+MINUTES_PER_CODE_CELL = 0.25
+MINUTES_PER_QUESTION = 1.0
+MINUTES_PER_EXERCISE = 8
 _QUIZ_CALL = re.compile(r"\bquiz\(([^)]*)\)")
+_EXERCISE = re.compile(r"^#+ Exercise \d", re.M)
+_CHECK_YOURSELF_QUESTION = re.compile(r"^\*\*\d+\.\*\*", re.M)
 
 
 def minutes_to_work_through(path: Path) -> int:
-    """About how many minutes a notebook takes a learner, rounded to 5 (`WORDS_PER_MINUTE`, ...)."""
+    """About how many minutes a notebook takes a learner, rounded to 5 (`WORDS_PER_MINUTE`, ...):
+    its prose, the code it shows (not the folded answers and solutions), each cell's output, its
+    questions and its exercises."""
     import nbformat
 
     from helpers.quiz import questions
 
     nb = nbformat.read(path, as_version=4)
-    words = sum(len(c.source.split()) for c in nb.cells if c.cell_type == "markdown")
+    markdown = [c.source for c in nb.cells if c.cell_type == "markdown"]
+    folded = hidden_cells(nb)
     code = [
-        c for c in nb.cells if c.cell_type == "code" and SETUP_TAG not in c.metadata.get("tags", [])
+        (i, c)
+        for i, c in enumerate(nb.cells)
+        if c.cell_type == "code" and SETUP_TAG not in c.metadata.get("tags", [])
     ]
-    topics = [t for c in code for call in _QUIZ_CALL.findall(c.source) for t in _topics(call)]
-    quiz_questions = len(questions(*topics)) if topics else 0
+    shown = [c.source for i, c in code if i not in folded]
+    lines = sum(
+        1 for s in shown for line in s.splitlines() if line.strip() and not line.strip()[0] == "#"
+    )
+    topics = [t for _, c in code for call in _QUIZ_CALL.findall(c.source) for t in _topics(call)]
+    asked = (len(questions(*topics)) if topics else 0) + sum(
+        len(_CHECK_YOURSELF_QUESTION.findall(m)) for m in markdown
+    )
     minutes = (
-        words / WORDS_PER_MINUTE
-        + len(code) * MINUTES_PER_CODE_CELL
-        + quiz_questions * MINUTES_PER_QUIZ_QUESTION
+        sum(len(m.split()) for m in markdown) / WORDS_PER_MINUTE
+        + lines / CODE_LINES_PER_MINUTE
+        + len(shown) * MINUTES_PER_CODE_CELL
+        + asked * MINUTES_PER_QUESTION
+        + sum(len(_EXERCISE.findall(m)) for m in markdown) * MINUTES_PER_EXERCISE
     )
     return max(5, 5 * round(minutes / 5))
 
 
 def _topics(arguments: str) -> list[str]:
     """The topics named in a quiz(...) call's arguments: its positional string literals."""
-    return re.findall(r"(?:^|,)\s*[\"']([a-z_]+)[\"']", arguments)
+    return re.findall(r"(?:^|,)\s*[\"']([a-z0-9_]+)[\"']", arguments)
 
 
 def _hours(minutes: int) -> str:
@@ -437,6 +460,44 @@ def execute_notebook(path: Path, timeout: int = 600) -> None:
     nbformat.write(nb, path)
 
 
+def course_names_text() -> str:
+    """The text of `helpers/text/course_names.txt`: every name the code cells of the English
+    notebooks 01 to 09 use (`helpers.quiz_final.api_names`), sorted, one per line."""
+    import nbformat
+
+    from helpers import quiz_final
+
+    earlier = {f"{i:02d}" for i in range(1, 10)}
+    programs = [
+        cell.source
+        for path in course_notebooks(NOTEBOOKS)
+        if path.name[:2] in earlier
+        for cell in nbformat.read(path, as_version=4).cells
+        if cell.cell_type == "code"
+    ]
+    header = (
+        "# The names (operations, modules, keyword arguments) that the code of notebooks 01\n"
+        "# to 09 uses: notebook 10 calls a question's program new code when it uses a name\n"
+        "# not listed here.\n"
+        "# Written by `python -m helpers.course sync`; do not edit.\n"
+    )
+    return header + "\n".join(sorted(quiz_final.course_names(programs))) + "\n"
+
+
+def sync_course_names(write: bool = True) -> list[str]:
+    """Rewrite `helpers/text/course_names.txt` from the notebooks; say what was (or would be)
+    changed."""
+    from helpers import quiz_final
+
+    wanted = course_names_text()
+    path = quiz_final.COURSE_NAMES_FILE
+    if path.exists() and path.read_text(encoding="utf-8") == wanted:
+        return []
+    if write:
+        path.write_text(wanted, encoding="utf-8")
+    return [f"{path.relative_to(ROOT)} is stale (the code of notebooks 01 to 09 changed)"]
+
+
 def main(argv: list[str]) -> int:
     """Command line: sync, check or execute notebooks."""
     if not argv or argv[0] not in {"sync", "check", "execute"}:
@@ -450,6 +511,8 @@ def main(argv: list[str]) -> int:
         if command == "execute":
             print(f"executing {path.name}", flush=True)
             execute_notebook(path)
+    if command != "execute" and not argv[1:]:
+        problems += sync_course_names(write=command == "sync")
     for p in problems:
         print(p)
     return 1 if command == "check" and problems else 0

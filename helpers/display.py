@@ -32,7 +32,10 @@ class Table:
     """Rows of named values; HTML in Jupyter, aligned plain text elsewhere.
 
     Columns are named in English in code (`table.row("y")["is leaf"]`); what is shown (headings,
-    title, note and text cells) is looked up in the learner's language (`helpers.language`)."""
+    title, note and text cells) is looked up in the learner's language (`helpers.language`).
+
+    A `folded` table (one that holds answers) shows only that summary line until it is opened:
+    HTML `<details>`, and in plain text the summary alone, since plain text cannot fold."""
 
     def __init__(
         self,
@@ -41,8 +44,10 @@ class Table:
         *,
         title: str | None = None,
         note: str | None = None,
+        folded: str | None = None,
     ) -> None:
         self.columns = list(columns)
+        self.folded = folded
         self.rows = [dict(r) for r in rows]
         self.title = title
         self.note = note
@@ -73,13 +78,19 @@ class Table:
             raise KeyError(f"no column(s) {unknown}; columns are: {', '.join(self.columns)}")
         keep = [self.columns[0], *(c for c in columns if c != self.columns[0])]
         return Table(
-            keep, [{c: r[c] for c in keep} for r in self.rows], title=self.title, note=self.note
+            keep,
+            [{c: r[c] for c in keep} for r in self.rows],
+            title=self.title,
+            note=self.note,
+            folded=self.folded,
         )
 
     def __len__(self) -> int:
         return len(self.rows)
 
     def __repr__(self) -> str:
+        if self.folded is not None:
+            return "\n".join(t for t in (_shown(self.title), self.folded, _shown(self.note)) if t)
         headings = [phrase(None, c) for c in self.columns]
         cells = [headings] + [[_cell_text(r[c]) for c in self.columns] for r in self.rows]
         widths = [max(_width(row[i]) for row in cells) for i in range(len(self.columns))]
@@ -108,10 +119,13 @@ class Table:
         title, note_text = _shown(self.title), _shown(self.note)
         caption = f"<caption>{html.escape(title)}</caption>" if title else ""
         note = f"<p><small>{html.escape(note_text)}</small></p>" if note_text else ""
-        return (
+        table = (
             '<table style="font-family: monospace; border-collapse: collapse">'
             f"{caption}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{note}"
         )
+        if self.folded is None:
+            return table
+        return f"<details><summary>{html.escape(self.folded)}</summary>{table}</details>"
 
 
 def _width(text: str) -> int:

@@ -40,6 +40,7 @@ __all__ = [
     "questions",
     "quiz",
     "reveal_html",
+    "score",
 ]
 
 #: Topic -> the notebook that teaches it.
@@ -86,8 +87,8 @@ class Question:
     expects in `raises`: the exception class and a fragment of its message. Any other exception
     (a typo's NameError, say) is a bug in the question, not an answer.
 
-    `draws_on` names the topics a mixed question combines, and `transfer` marks a program unlike
-    any the course showed (other operations and modules, the same rules): notebook 10's kinds.
+    `draws_on` names the topics a mixed question combines (notebook 10's kind); whether its
+    program is new code is measured, not declared (`helpers.quiz_final.new_names`).
 
     A number the program computes is never typed into `fact`: a `{placeholder}` holds the
     expression (over the program's variables) that gives it, e.g. "w is now {w}".
@@ -103,7 +104,6 @@ class Question:
     probe: str | None = None
     raises: tuple[type[Exception], str] | None = None
     draws_on: tuple[str, ...] = ()
-    transfer: bool = False
     id: str = ""
 
     def __post_init__(self) -> None:
@@ -218,7 +218,6 @@ def _notebook_questions(stem: str) -> list[Question]:
                 probe=entry.get("probe"),
                 raises=raises,
                 draws_on=tuple(entry.get("draws_on", ())),
-                transfer=entry.get("transfer", False),
                 id=f"{stem}:{qid}",
             )
         )
@@ -297,7 +296,9 @@ def _question_html(number: int, question: Question) -> str:
 
 def answer_table(items: list[Question]) -> Table:
     """Each question's stated answer beside what running it gives (they must agree), with the
-    notebooks behind it (those it draws on, else its topic's) and whether its code is new."""
+    notebooks behind it (those it draws on, else its topic's) and the names that make its code
+    new (those no code cell of notebooks 01 to 09 uses). The table opens folded: its answers
+    are for after the questions."""
     rows = []
     for i, q in enumerate((q.localized() for q in items), start=1):
         observed = q.run()
@@ -305,14 +306,19 @@ def answer_table(items: list[Question]) -> Table:
             {
                 "question": f"{i}. {q.prompt}",
                 "notebooks": ", ".join(sorted(TOPICS[t][:2] for t in q.draws_on or (q.topic,))),
-                "new code": q.transfer,
+                "new in it": ", ".join(quiz_final.new_names(q.code)) or "-",
                 "stated": q.answer,
                 "observed": observed.answer,
                 "agree": q.answer == observed.answer,
             }
         )
-    columns = ["question", "notebooks", "new code", "stated", "observed", "agree"]
-    return Table(columns, rows)
+    columns = ["question", "notebooks", "new in it", "stated", "observed", "agree"]
+    agreed = sum(r["agree"] for r in rows)
+    return Table(
+        columns,
+        rows,
+        folded=text.say("common", "quiz.table_folded", agreed=agreed, count=len(rows)),
+    )
 
 
 class Quiz(LiveWidget):
@@ -371,23 +377,16 @@ class Quiz(LiveWidget):
             chosen = choice == prediction
             button.button_style = ("success" if right else "danger") if chosen else ""
         self.reveals[index].value = reveal_html(q, seen, prediction)
+        _record(q, right)
         return right
 
     def _text(self) -> str:
-        """The plain-text form (what a plain renderer shows): every question first, then the
-        answers after all of them, as a printed book puts them, so none is read by accident."""
-        numbered = list(enumerate(zip(self.items, self.observed, strict=True), self.start))
+        """The plain-text form (what a plain renderer shows): the questions only. The answers
+        are in the HTML form, each folded under its question, and in the running widget."""
         lines = [_ui("heading", title=self.title, count=len(self.items))]
-        for number, (q, _) in numbered:
+        for number, q in enumerate(self.items, self.start):
             lines += ["", f"{number}. {q.prompt}", *("    " + line for line in q.code.splitlines())]
-        lines += ["", _ui("answers_after")]
-        for number, (q, seen) in numbered:
-            lines += [
-                "",
-                f"{number}. " + _ui("text_answer", answer=_choice(seen.answer), detail=seen.detail),
-                f"   {_label('misconception')}{q.misconception}",
-                f"   {_label('fact')}{seen.fact or q.fact}",
-            ]
+        lines += ["", _ui("answers_elsewhere")]
         return "\n".join(lines)
 
     def _static_html(self) -> str:
@@ -412,3 +411,75 @@ def quiz(*topics: str, title: str | None = None, start: int = 1) -> Quiz:
     """A quiz on these topics (all when none is given), numbered from `start`; `title` in English
     (the learner's language comes from the notebook's text file, `[phrases]`)."""
     return Quiz(questions(*topics), title=title, start=start)
+
+
+#: The first prediction made for each question in this kernel, by question id: True when right.
+#: A second click (or a re-run quiz cell) does not change the score: the first guess is the test.
+_FIRST_PREDICTIONS: dict[str, bool] = {}
+#: The live score of each set of questions: a re-run score cell replaces its board.
+_SCOREBOARDS: dict[tuple[str, ...], Score] = {}
+
+
+def _record(question: Question, right: bool) -> None:
+    key = question.id or question.prompt
+    if key in _FIRST_PREDICTIONS:
+        return
+    _FIRST_PREDICTIONS[key] = right
+    for board in _SCOREBOARDS.values():
+        board.refresh()
+
+
+class Score(LiveWidget):
+    """The learner's score on some questions: how many of their first predictions were right,
+    and the notebooks to reread for the ones missed. It updates as the quizzes are answered."""
+
+    def __init__(self, items: list[Question], start: int = 1):
+        self.items = list(items)
+        self.start = start
+        make = WidgetFactory()
+        self.label = make("HTML", value=html.escape(self.summary()))
+        self.label.add_class("autograd-score")
+        shown = self.summary()
+        super().__init__(self.label, text=shown, html_fallback=f"<p>{html.escape(shown)}</p>")
+        _SCOREBOARDS[tuple(q.id or q.prompt for q in self.items)] = self
+
+    def counts(self) -> tuple[int, int, list[int]]:
+        """(answered, right, the numbers of the questions missed)."""
+        answered = right = 0
+        missed = []
+        for number, q in enumerate(self.items, self.start):
+            first = _FIRST_PREDICTIONS.get(q.id or q.prompt)
+            if first is None:
+                continue
+            answered += 1
+            right += first
+            if not first:
+                missed.append(number)
+        return answered, right, missed
+
+    def summary(self) -> str:
+        """The score as a sentence in the learner's language."""
+        answered, right, missed = self.counts()
+        if not answered:
+            return _ui("score_none", count=len(self.items))
+        line = _ui("score", right=right, answered=answered, count=len(self.items))
+        if missed:
+            numbers = {n: q for n, q in enumerate(self.items, self.start)}
+            reread = sorted(
+                {TOPICS[t][:2] for n in missed for t in numbers[n].draws_on or (numbers[n].topic,)}
+            )
+            line += " " + _ui(
+                "score_missed",
+                missed=", ".join(map(str, missed)),
+                notebooks=", ".join(reread),
+            )
+        return line
+
+    def refresh(self) -> None:
+        self.label.value = html.escape(self.summary())
+
+
+def score(*topics: str, start: int = 1) -> Score:
+    """The learner's score on the questions of these topics (numbered from `start`), updated as
+    they answer the quizzes of this kernel."""
+    return Score(questions(*topics), start=start)

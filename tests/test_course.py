@@ -139,7 +139,7 @@ def test_a_cell_that_stops_being_an_answer_opens_again(tmp_path):
     assert cell.source == "answer_1 = None" and cell.metadata == {}
 
 
-def test_the_time_estimate_counts_prose_code_cells_and_quiz_questions(tmp_path):
+def test_the_time_estimate_counts_prose_code_questions_and_exercises(tmp_path):
     import nbformat
     from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
@@ -153,13 +153,27 @@ def test_the_time_estimate_counts_prose_code_cells_and_quiz_questions(tmp_path):
     prose = new_markdown_cell("word " * (course.WORDS_PER_MINUTE * 20))  # 20 minutes of reading
     setup = new_code_cell("# not the lesson\n", metadata={"tags": [course.SETUP_TAG]})
     assert minutes([prose, setup]) == 20
-    cells = [new_code_cell("x = 1") for _ in range(20)]  # 15 minutes
-    assert minutes([prose, *cells]) == 35
+    lines = course.CODE_LINES_PER_MINUTE * 10  # 10 minutes of code, in one cell
+    code = new_code_cell("\n".join(["x = 1", "# a comment is not counted", ""] * lines))
+    assert minutes([prose, code]) == 5 * round((30 + course.MINUTES_PER_CODE_CELL) / 5)
+    cells = [new_code_cell("") for _ in range(20)]  # their outputs only
     quiz_call = new_code_cell('quiz("leaf", "detach", title="Both", start=3)')
-    asked = len(questions("leaf", "detach")) * course.MINUTES_PER_QUIZ_QUESTION
+    asked = len(questions("leaf", "detach")) * course.MINUTES_PER_QUESTION
     expected = 20 + 21 * course.MINUTES_PER_CODE_CELL + asked
     assert minutes([prose, *cells, quiz_call]) == 5 * round(expected / 5)
+    exercise = new_markdown_cell("## Exercises\n\n### Exercise 1: a title\n\n**1.** A question?")
+    extra = course.MINUTES_PER_EXERCISE + course.MINUTES_PER_QUESTION
+    assert minutes([prose, exercise]) == 5 * round((20 + extra) / 5)
+    solution = [new_markdown_cell("**Solution**"), new_code_cell("\n".join(["y = 2"] * lines))]
+    assert minutes([prose, *solution]) == 20  # a folded solution is not read on the way
     assert minutes([new_markdown_cell("# Tiny")]) == 5  # never "0 min"
+
+
+def test_the_course_total_meets_an_independent_estimate():
+    """An independent estimate put the whole course (optional notebooks included) at 11 to 12
+    hours; the estimate's assumed constants must keep it within half an hour of that."""
+    total = sum(course.minutes_to_work_through(p) for p in course.notebook_paths())
+    assert 10.5 * 60 <= total <= 12.5 * 60, f"{total / 60:.1f} h"
 
 
 def test_the_table_of_contents_gives_each_notebook_and_the_course_a_time():
@@ -175,8 +189,11 @@ def test_start_here_states_the_rates_the_estimate_uses():
 
     nb = nbformat.read(course.NOTEBOOKS / "00_start_here.ipynb", as_version=4)
     prose = " ".join(c.source for c in nb.cells if c.cell_type == "markdown").replace("\n", " ")
-    assert f"prose at {course.WORDS_PER_MINUTE} words a minute" in prose
-    assert course.MINUTES_PER_QUIZ_QUESTION == 0.5 and "half a minute per quiz question" in prose
+    assert f"prose at {course.WORDS_PER_MINUTE} words a minute" in prose and "Brysbaert" in prose
+    assert f"{60 // course.CODE_LINES_PER_MINUTE} s per line of code" in prose
+    assert f"{round(60 * course.MINUTES_PER_CODE_CELL)} s per cell's output" in prose
+    assert course.MINUTES_PER_QUESTION == 1 and "a minute per question" in prose
+    assert f"{course.MINUTES_PER_EXERCISE} minutes per exercise" in prose
 
 
 def test_course_notebooks_take_an_optional_letter_and_keep_course_order(tmp_path):

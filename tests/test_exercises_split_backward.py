@@ -9,6 +9,7 @@ from helpers.exercises.split_backward import (
     check_handoff,
     check_one_optimizer,
     check_token_loss,
+    previous_step,
 )
 from helpers.params import snapshot
 from helpers.split import (
@@ -506,3 +507,40 @@ def test_token_loss_checks_outputs_of_other_sizes():
     one_target = torch.ones(1, 1, dtype=torch.long)
     loss = nn.CrossEntropyLoss()(one.reshape(-1, 3), one_target.reshape(-1))
     assert isinstance(check_token_loss(one, one_target, loss).messages, list)  # never raises
+
+
+def one_optimizer_after_a_step(steps):
+    """As `one_optimizer`, on models whose .grad still hold the previous batch's gradients (the
+    notebook's exercise cell starts so)."""
+    m = build_models()
+    opt = make_one_optimizer(m)
+    previous_step(m)
+    before = snapshot(m.named_parameters())
+    f1, ff1, f2, ff2, loss = forward(m)
+    steps(opt, f1, ff1, f2, ff2, loss)
+    return check_one_optimizer(m, before)
+
+
+def test_one_optimizer_without_zero_grad_is_named():
+    def kept(opt, f1, ff1, f2, ff2, loss):
+        loss.backward()
+        f2.backward(ff2.grad)
+        f1.backward(ff1.grad)
+        opt.step()
+
+    assert one_optimizer_after_a_step(right_steps).ok
+    assert "the earlier step's gradients were still in .grad" in text(
+        one_optimizer_after_a_step(kept)
+    )
+    assert one_optimizer(kept).ok  # on fresh models nothing can tell: hence previous_step
+
+
+def test_one_optimizer_zero_grad_late_is_still_named_as_such():
+    def wiped(opt, f1, ff1, f2, ff2, loss):
+        loss.backward()
+        f2.backward(ff2.grad)
+        opt.zero_grad()
+        f1.backward(ff1.grad)
+        opt.step()
+
+    assert "model2 and model3 did not change" in text(one_optimizer_after_a_step(wiped))

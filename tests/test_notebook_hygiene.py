@@ -215,3 +215,57 @@ def test_long_torch_warnings_are_shown_in_full_once_in_the_course():
             full[path.stem] = len(re.findall(re.escape(first_sentence) + r" [A-Z]", outputs))
         shown = {name: n for name, n in full.items() if n}
         assert shown == {home: 1}, f"{first_sentence!r} in full: {shown}; expected once, in {home}"
+
+
+#: A table cell typed as a result: a literal True or False, or a comparison such as "< 1e-06".
+_TYPED_COMPARISON = re.compile(r"^\s*[<>≤≥=]=?\s*[-+]?[\d.]")
+
+
+def typed_results(source: str) -> list[str]:
+    """The values of a table row (a dict keyed by words, outside an assert) that are typed in as
+    a result rather than computed: a literal True/False, or a typed comparison ("< 1e-06"). A
+    typed result prints what it says whatever the run did."""
+    import ast
+
+    code = "\n".join(
+        line for line in source.splitlines() if not line.lstrip().startswith(("%", "!"))
+    )
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return []
+    in_asserts = {id(n) for a in ast.walk(tree) if isinstance(a, ast.Assert) for n in ast.walk(a)}
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Dict) or id(node) in in_asserts:
+            continue
+        for key, value in zip(node.keys, node.values, strict=True):
+            if not (isinstance(key, ast.Constant) and " " in str(key.value)):
+                continue  # not a column of words: keyword arguments, settings
+            if isinstance(value, ast.Constant) and (
+                isinstance(value.value, bool)
+                or (isinstance(value.value, str) and _TYPED_COMPARISON.match(value.value))
+            ):
+                found.append(f"{key.value!r}: {value.value!r}")
+    return found
+
+
+def test_no_table_cell_is_a_typed_result(nb):
+    path, notebook = nb
+    for cell in code_cells(notebook):
+        assert typed_results(cell.source) == [], f"{path.name}, cell {cell.get('id')}"
+
+
+@pytest.mark.parametrize(
+    ("source", "found"),
+    [
+        ('rows.append({"all 5 rows within 1e-4": True})', ["'all 5 rows within 1e-4': True"]),
+        ('Table(c, [{"max |grad|": "< 1e-06"}])', ["'max |grad|': '< 1e-06'"]),
+        ('rows.append({"all 5 rows within 1e-4": within})', []),
+        ('assert answer == {"model 2 has gradients": True}', []),
+        ('run(kwargs={"scale_grads": False})', []),
+        ('Table(c, [{"gradient": "1e-08"}])', []),
+    ],
+)
+def test_the_typed_result_finder(source, found):
+    assert typed_results(source) == found

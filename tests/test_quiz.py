@@ -19,6 +19,7 @@ from helpers.quiz import (
     questions,
     quiz,
     reveal_html,
+    score,
 )
 from helpers.widgets import VIEW_MIME
 from tests.text_edits import edit_feedback
@@ -92,6 +93,15 @@ def test_reveal_names_the_misconception():
         assert "Trying to backward through the graph a second time" in text
 
 
+@pytest.fixture(autouse=True)
+def no_predictions_yet():
+    """Each test starts with no prediction recorded (the score is kept per kernel)."""
+    from helpers import quiz as quiz_module
+
+    quiz_module._FIRST_PREDICTIONS.clear()
+    quiz_module._SCOREBOARDS.clear()
+
+
 def test_quiz_widget_reveals_on_click():
     shown = quiz("detach", start=8)
     assert [len(b) for b in shown.buttons] == [2, 2, 2]
@@ -111,8 +121,11 @@ def test_quiz_output_carries_a_static_version():
     assert set(bundle) == {VIEW_MIME, "text/html", "text/plain"}
     html = bundle["text/html"]
     assert html.count("<details>") == 3 and "Show the answer" in html
-    assert "14. Does the last line raise an error?" in bundle["text/plain"]
-    assert "Answer: no. It ran without an error." in bundle["text/plain"]
+    plain = bundle["text/plain"]
+    assert "14. Does the last line raise an error?" in plain
+    assert "It ran without an error." in html and "It ran without an error." not in plain
+    assert "Answer:" not in plain and "Misconception" not in plain  # plain text has no answers
+    assert plain.endswith("each is folded under its question.")
     assert "0x" not in bundle["text/plain"]
     assert "autograd-quiz" in shown.widget._dom_classes
     again = quiz("freeing", title="Freeing the graph", start=14)._repr_mimebundle_()
@@ -386,7 +399,6 @@ raises = ["RuntimeError", "a second time"]
 misconception = "backward() can be called again."
 fact = "the saved tensors are freed."
 draws_on = ["freeing", "backward"]
-transfer = true
 
 [quiz.probing]
 topic = "leaf"
@@ -413,7 +425,6 @@ def test_a_notebooks_questions_are_read_from_its_text_file(text_root):
         fact="the saved tensors are freed.",
         raises=(RuntimeError, "a second time"),
         draws_on=("freeing", "backward"),
-        transfer=True,
         id="99_questions:raising",
     )
     assert probing == Question(
@@ -511,7 +522,7 @@ def test_a_quiz_title_comes_from_its_own_notebooks_phrases(text_root):
     assert Quiz([]).title == language.say("common", "quiz.title")
 
 
-def test_the_text_form_lays_out_the_questions_then_their_answers_and_computed_facts():
+def test_the_text_form_lays_out_the_questions_and_says_where_the_answers_are():
     q = next(q for q in QUESTIONS if q.id.endswith(":backward-2"))
     shown = Quiz([q], title="One question")
     seen = q.run()
@@ -522,21 +533,18 @@ def test_the_text_form_lays_out_the_questions_then_their_answers_and_computed_fa
         f"1. {q.prompt}",
         *code,
         "",
-        "Answers (predict first; they come after every question):",
-        "",
-        f"1. Answer: yes. {seen.detail}",
-        f"   Misconception: {q.misconception}",
-        f"   Fact: {seen.fact}",
+        "The answers: run the notebook and click, or open its HTML view, where each is folded "
+        "under its question.",
     ]
-    assert seen.fact.endswith("w is now [0.8, 1.6].") and "{w}" not in repr(shown)
-    assert "w is now [0.8, 1.6]." in reveal_html(q, seen)
+    assert seen.fact.endswith("w is now [0.8, 1.6].") and "{w}" not in shown.snapshot_html
+    assert "w is now [0.8, 1.6]." in reveal_html(q, seen) and "w is now" in shown.snapshot_html
 
 
-def test_the_text_form_lists_no_answer_before_the_last_question():
+def test_the_text_form_lists_no_answer():
     two = Quiz(questions("backward")[:2], title="Two")
     text = repr(two)
-    assert text.index("Answer:") > text.index("\n2. ")  # both questions, then the answers
-    assert text.count("Answer:") == 2
+    assert "\n2. " in text and "Answer" not in text and "Misconception" not in text
+    assert not any(seen.detail in text for seen in two.observed)
 
 
 def test_a_reveal_lists_every_warning():
@@ -567,6 +575,33 @@ def test_the_static_version_is_the_title_and_the_questions_only():
     static = shown._repr_mimebundle_()["text/html"]
     assert static.startswith("<h4>Freeing</h4><div><b>1. ")
     assert static.count("</details></div><div><b>") == 2 and static.endswith("</details></div>")
+
+
+def test_the_answer_table_opens_folded_and_plain_text_shows_no_answer():
+    table = answer_table(questions("backward"))
+    assert repr(table) == "Stated and observed answers: 4 of 4 agree (open to see them)"
+    html = table._repr_html_()
+    assert html.startswith("<details><summary>Stated and observed answers: 4 of 4 agree")
+    assert html.endswith("</table></details>") and html.count("<tr>") == 5
+
+
+def test_the_score_counts_first_predictions_and_names_notebooks_to_reread():
+    items = questions("detach")
+    board = score("detach", start=8)
+    assert board.summary().startswith("Your score: none of the 3 questions answered yet.")
+    shown = quiz("detach", start=8)
+    wrong = "no" if shown.observed[1].answer == "yes" else "yes"
+    shown.answer(0, shown.observed[0].answer)
+    shown.answer(1, wrong)
+    shown.answer(1, shown.observed[1].answer)  # a second click does not count
+    assert board.counts() == (2, 1, [9])
+    assert board.summary() == (
+        "Your score: 1 of your 2 first predictions right (3 questions). "
+        "Missed: 9. Reread notebooks 03."
+    )
+    assert board.label.value == board.summary()  # the widget updated itself
+    quiz("detach", start=8).answer(1, wrong)  # a re-run quiz cell keeps the first predictions
+    assert board.counts() == (2, 1, [9]) and len(items) == 3
 
 
 def test_the_answer_table_names_the_notebooks_a_question_draws_on():

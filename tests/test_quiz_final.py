@@ -5,6 +5,7 @@ import ast
 import io
 import re
 import tokenize
+from types import SimpleNamespace
 
 import nbformat
 import pytest
@@ -84,23 +85,85 @@ def test_no_final_question_repeats_another_notebook():
 def test_the_repeat_finder_catches_copies():
     old = OTHERS[0]
     copied = Question(
-        "final_memory", f"  {old.prompt.upper()} ", f"{old.code}  # renamed", "no", "m", "f", "1"
+        "final_2", f"  {old.prompt.upper()} ", f"{old.code}  # renamed", "no", "m", "f", "1"
     )
     found = repeats([*FINAL, copied], OTHERS, MARKDOWN_QUESTIONS)
     assert any("is the prompt of a leaf question" in f for f in found), found
     assert any("is a leaf one" in f for f in found), found
     # 01 asks "**1.** `c = torch.tensor([1.0, 2.0]) * 3`. Is `c` a leaf?" in its Markdown
-    markdown = Question("final_memory", "Is `c` a leaf?", "c = 1", "no", "m", "f", "c == 2")
+    markdown = Question("final_2", "Is `c` a leaf?", "c = 1", "no", "m", "f", "c == 2")
     found = repeats([markdown], [], MARKDOWN_QUESTIONS)
     assert found and "01_leaf_nodes.ipynb's Check yourself" in found[0]
     assert repeats([markdown, markdown], [], {})[-1].endswith("within notebook 10")
 
 
-def test_the_final_check_is_long_enough_and_a_third_is_transfer():
+def test_the_course_names_file_is_what_the_notebooks_use():
+    from helpers.course import course_names_text
+
+    assert quiz_final.COURSE_NAMES_FILE.read_text(encoding="utf-8") == course_names_text(), (
+        "helpers/text/course_names.txt is stale: run `python -m helpers.course sync`"
+    )
+    assert {"backward", "retain_grad", "detach", "register_hook"} <= quiz_final.COURSE_NAMES
+
+
+def test_new_names_are_the_operations_modules_and_keywords_the_course_never_used():
+    code = (
+        "import pickle\nfrom torch.utils.checkpoint import checkpoint\n"
+        "ctx.factor = 2\nx = ctx.factor\ny = torch.nn.Embedding(4, 2)(x, sparse=True)\n%time z = 1"
+    )
+    assert quiz_final.api_names(code) == {
+        "pickle",
+        "torch",
+        "utils",
+        "checkpoint",
+        "nn",
+        "Embedding",
+        "sparse",
+    }  # ctx.factor is the program's own attribute; the % line is IPython's
+    assert quiz_final.new_names(code, known={"torch", "nn", "utils", "checkpoint"}) == [
+        "Embedding",
+        "pickle",
+        "sparse",
+    ]
+    assert quiz_final.api_names("x = (") == set()
+
+
+def test_the_final_check_is_long_enough_and_a_third_is_new_code():
     assert len(FINAL) >= 20
-    transfer = [q for q in FINAL if q.transfer]
-    assert 3 * len(transfer) >= len(FINAL), f"{len(transfer)} of {len(FINAL)} on new code"
-    assert not any(q.transfer or q.draws_on for q in OTHERS)  # the kinds are notebook 10's
+    new = [q for q in FINAL if quiz_final.new_names(q.code)]
+    assert 3 * len(new) >= len(FINAL), f"{len(new)} of {len(FINAL)} on new code"
+    assert not any(q.draws_on for q in OTHERS)  # mixed questions are notebook 10's kind
+
+
+def test_no_surface_feature_predicts_the_answers():
+    scores = quiz_final.surface_scores(FINAL)
+    assert len(scores) >= 8
+    worst = max(scores, key=scores.get)
+    assert scores[worst] <= quiz_final.SURFACE_LIMIT, f"{worst} predicts {scores[worst]:.0%}"
+
+
+def replace(question: Question, **changes) -> SimpleNamespace:
+    """A question's surface with some fields changed (not a Question: it need not be valid)."""
+    return SimpleNamespace(**{**vars(question), **changes})
+
+
+def test_the_surface_measure_catches_a_giveaway():
+    kinds = [replace(q, answer="yes" if q.probe is None else "no") for q in FINAL]
+    assert quiz_final.surface_scores(kinds)["kind (does it raise? or a probe)"] == 1.0
+    alternating = [replace(q, answer=("yes", "no")[i % 2]) for i, q in enumerate(FINAL)]
+    scores = quiz_final.surface_scores(alternating)
+    assert scores["position: odd or even"] == 1.0 and scores["the answer before it"] > 0.95
+    one_each = [replace(q, prompt=f"W{i} x?") for i, q in enumerate(FINAL)]
+    assert quiz_final.surface_scores(one_each)["the prompt's first word"] == max(
+        [q.answer for q in FINAL].count(a) for a in ("yes", "no")
+    ) / len(FINAL)  # a word only one prompt has predicts nothing
+
+
+def test_no_final_program_carries_a_comment():
+    """A comment in a question's program can cue its answer (`# the cut, without clone()`)."""
+    for q in FINAL:
+        tokens = tokenize.generate_tokens(io.StringIO(q.code + "\n").readline)
+        assert not [t.string for t in tokens if t.type == tokenize.COMMENT], q.prompt
 
 
 def test_every_final_question_mixes_topics_and_all_are_covered():
@@ -110,7 +173,7 @@ def test_every_final_question_mixes_topics_and_all_are_covered():
     assert {t for q in FINAL for t in q.draws_on} == set(COURSE_TOPICS)
     for topic in quiz_final.TOPICS:  # each section mixes, and has both answers
         section = questions(topic)
-        assert len({t for q in section for t in q.draws_on}) >= 3, topic
+        assert len({t for q in section for t in q.draws_on}) >= 4, topic
         assert {q.answer for q in section} == {"yes", "no"}, topic
     answers = [q.answer for q in FINAL]
     assert 0.4 <= answers.count("yes") / len(answers) <= 0.6

@@ -26,7 +26,7 @@ from helpers.split import (
     run_split,
 )
 
-__all__ = ["check_handoff", "check_one_optimizer", "check_token_loss"]
+__all__ = ["check_handoff", "check_one_optimizer", "check_token_loss", "previous_step"]
 
 #: The notebook whose text file holds this module's messages ([feedback] there); 06b uses them too.
 TEXT = "06_split_backward_three_models"
@@ -162,6 +162,45 @@ def _models_like(named: Mapping[str, torch.Tensor]) -> SplitModels:
     return load_parameters(models, named)
 
 
+def _previous_batch(tokens: torch.Tensor) -> torch.Tensor:
+    """The batch before the exercise's: the same tokens in reverse order."""
+    return tokens.flip(-1)
+
+
+def previous_step(
+    models: SplitModels, tokens: torch.Tensor | None = None, label: torch.Tensor | None = None
+) -> None:
+    """The backward pass of the batch before (the exercise's tokens reversed), whose gradients
+    stay in every `.grad` as they do after any step that did not zero them: a step that forgets
+    `zero_grad()` then adds them to its own."""
+    if tokens is None or label is None:
+        tokens, label = post_tensors()
+    _, loss = models.model3(models.model2(models.model1(_previous_batch(tokens))), label)
+    loss.backward()
+
+
+def _kept_previous_gradients(
+    models: SplitModels,
+    reference: SplitModels,
+    before: Mapping[str, torch.Tensor],
+    tokens: torch.Tensor,
+    label: torch.Tensor,
+) -> bool:
+    """True when every gradient of `models` is the step's own plus the previous batch's (and
+    some differ from the step's own): zero_grad() did not run before the backward calls."""
+    with torch.random.fork_rng():
+        earlier = _models_like(before)
+    previous_step(earlier, tokens, label)
+    mine, own, old = (m.named_parameters() for m in (models, reference, earlier))
+    added = [
+        _close(mine[n].grad, own[n].grad + old[n].grad)
+        for n in own
+        if own[n].grad is not None and old[n].grad is not None
+    ]
+    differs = any(not _close(mine[n].grad, own[n].grad) for n in own if own[n].grad is not None)
+    return bool(added) and all(added) and differs
+
+
 def check_one_optimizer(
     models: SplitModels,
     before: Mapping[str, torch.Tensor],
@@ -185,7 +224,9 @@ def check_one_optimizer(
     except Exception as err:
         return feedback([say(TEXT, "feedback.reference_failed", error=clean_message(str(err)))])
     missing = [m for m in ("model1", "model2", "model3") if m not in changed]
-    if not changed:
+    if changed and _kept_previous_gradients(models, reference, before, tokens, label):
+        problems.append(say(TEXT, "feedback.previous_gradients_kept"))
+    elif not changed:
         problems.append(say(TEXT, "feedback.nothing_changed"))
     elif changed == ["model3"]:
         problems.append(say(TEXT, "feedback.only_model3_changed"))
