@@ -4,6 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+LAB_OVERRIDES := $(VENV)/share/jupyter/lab/settings/overrides.json
 PORT ?= 8888
 NB ?= notebooks/*.ipynb
 ZH_NB := notebooks/zh/*.ipynb
@@ -17,8 +18,14 @@ TORCH_FROM := $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX),)
 .PHONY: install lab test check lint unit notebooks execute zh bench compat mutate lock clean browser-deps
 
 # Create/refresh .venv from the pins; a no-op when pyproject.toml and constraints.txt are unchanged.
-install: $(STAMP)
+install: $(STAMP) $(LAB_OVERRIDES)
 	@.ci/system-packages
+
+# JupyterLab's defaults the course overrides (overrides.json): no "get notified about official
+# Jupyter news?" prompt over the first notebook, no update check. postBuild does the same on Binder.
+$(LAB_OVERRIDES): overrides.json $(STAMP)
+	mkdir -p $(dir $@)
+	cp overrides.json $@
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)

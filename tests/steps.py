@@ -65,7 +65,7 @@ def _notebooks(folder: str = "notebooks") -> list[str]:
 
 
 def test_steps() -> list[Step]:
-    """Every step of `make test`, in the order the README's table lists them."""
+    """Every step of `make test`, in the order CONTRIBUTING.md's table lists them."""
     pytest = [PYTHON, "-m", "pytest", "-q"]
     return [
         Step(

@@ -128,9 +128,9 @@ def test_the_import_scan_sees_imports_inside_functions(tmp_path):
     assert third_party_imports(source) == {"PIL", "torch"}
 
 
-def test_the_readme_layout_names_every_helpers_module():
-    readme = (ROOT / "README.md").read_text()
-    row = next(line for line in readme.splitlines() if line.startswith("| `helpers/` |"))
+def test_the_layout_table_names_every_helpers_module():
+    contributing = (ROOT / "CONTRIBUTING.md").read_text()
+    row = next(line for line in contributing.splitlines() if line.startswith("| `helpers/` |"))
     modules = [p.stem for p in (ROOT / "helpers").glob("*.py") if p.stem != "__init__"]
     missing = sorted(m for m in modules if f"`{m}`" not in row)
-    assert not missing, f"README's layout table does not describe helpers modules: {missing}"
+    assert not missing, f"CONTRIBUTING.md's layout table does not describe helpers modules: {missing}"

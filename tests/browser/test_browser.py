@@ -451,3 +451,29 @@ def test_an_answer_opens_collapsed_and_a_click_shows_it(lab_page, screenshots):
         page.screenshot(path=str(screenshots / "opened-answer.png"))
     finally:
         page.evaluate(CLOSE, name)
+
+
+NEWS_PROMPT = "official Jupyter news"
+
+
+def test_the_course_opens_without_jupyterlab_news_prompt(lab, lab_page):
+    """JupyterLab asks "Would you like to get notified about official Jupyter news?" over the
+    first notebook unless told not to; the course's overrides.json (installed by `make install`,
+    copied by Binder's postBuild) tells it, and the settings JupyterLab serves say so."""
+    import json
+    from urllib.request import urlopen
+
+    plugin = "@jupyterlab/apputils-extension:notification"
+    with urlopen(f"{lab.base}/lab/api/settings/{plugin}?token={lab.token}", timeout=10) as reply:
+        defaults = {k: v.get("default") for k, v in json.load(reply)["schema"]["properties"].items()}
+    assert defaults["fetchNews"] == "false" and defaults["checkForUpdates"] is False, defaults
+    page = lab_page.page
+    page.goto(lab.url("news-prompt"))
+    page.wait_for_function(
+        "() => window.jupyterapp && !document.querySelector('#jupyterlab-splash')",
+        timeout=90_000,
+        polling=250,
+    )
+    page.evaluate("async () => { await window.jupyterapp.restored; }")
+    time.sleep(3)  # the prompt comes up shortly after start-up when it is not switched off
+    assert NEWS_PROMPT not in page.evaluate("() => document.body.innerText")
