@@ -30,7 +30,8 @@ def test_table_was_made_from_the_notebooks_code_as_it_is_now(table):
     ]
     assert not stale, (
         "these notebooks' code changed after COMPATIBILITY.md was made, so nobody has run them on "
-        "the other torch releases: run `make compat` (CONTRIBUTING.md: Compatibility runs) and commit the table: "
+        "the other torch releases: run `make compat` (CONTRIBUTING.md: Compatibility runs) and "
+        "commit the table: "
         + "; ".join(stale)
     )
     assert set(table["hashes"]) == {p.name for p in NOTEBOOKS}

@@ -133,4 +133,4 @@ def test_the_layout_table_names_every_helpers_module():
     row = next(line for line in contributing.splitlines() if line.startswith("| `helpers/` |"))
     modules = [p.stem for p in (ROOT / "helpers").glob("*.py") if p.stem != "__init__"]
     missing = sorted(m for m in modules if f"`{m}`" not in row)
-    assert not missing, f"CONTRIBUTING.md's layout table does not describe helpers modules: {missing}"
+    assert not missing, f"CONTRIBUTING.md's layout table lacks helpers modules: {missing}"

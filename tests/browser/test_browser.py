@@ -465,7 +465,8 @@ def test_the_course_opens_without_jupyterlab_news_prompt(lab, lab_page):
 
     plugin = "@jupyterlab/apputils-extension:notification"
     with urlopen(f"{lab.base}/lab/api/settings/{plugin}?token={lab.token}", timeout=10) as reply:
-        defaults = {k: v.get("default") for k, v in json.load(reply)["schema"]["properties"].items()}
+        schema = json.load(reply)["schema"]
+    defaults = {k: v.get("default") for k, v in schema["properties"].items()}
     assert defaults["fetchNews"] == "false" and defaults["checkForUpdates"] is False, defaults
     page = lab_page.page
     page.goto(lab.url("news-prompt"))
