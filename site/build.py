@@ -41,7 +41,15 @@ from helpers.course import (  # noqa: E402
     course_notebooks,
 )
 
-__all__ = ["DEFAULT_OUT", "build", "home_page", "prepare_notebook", "site_folder", "stage"]
+__all__ = [
+    "DEFAULT_OUT",
+    "build",
+    "downloads_folder",
+    "home_page",
+    "prepare_notebook",
+    "site_folder",
+    "stage",
+]
 
 DEFAULT_OUT = ROOT / "_site"
 #: Cells a page leaves out: the badges (the page's header has the same links) and the Colab-only
@@ -91,16 +99,26 @@ def home_page(edition: str) -> str:
 
 
 def stage(edition: str, source: Path) -> list[str]:
-    """Write the edition's Sphinx source into `source` (emptied first); return its notebooks."""
+    """Write the edition's Sphinx source into `source` (emptied first), and the committed notebooks
+    into `downloads_folder(source)` (each page offers its own for download); return them."""
     shutil.rmtree(source, ignore_errors=True)
     source.mkdir(parents=True)
+    downloads = downloads_folder(source)
+    shutil.rmtree(downloads, ignore_errors=True)
+    downloads.mkdir(parents=True)
     notebooks = course_notebooks(NOTEBOOKS / EDITIONS[edition])
     for path in notebooks:
+        shutil.copy2(path, downloads / path.name)
         nb = json.loads(path.read_text(encoding="utf-8"))
         staged = json.dumps(prepare_notebook(nb, edition), ensure_ascii=False, indent=1)
         (source / path.name).write_text(staged + "\n", encoding="utf-8")
     (source / "index.md").write_text(home_page(edition), encoding="utf-8")
     return [p.name for p in notebooks]
+
+
+def downloads_folder(source: Path) -> Path:
+    """Where `stage` puts the committed notebooks, next to an edition's Sphinx source."""
+    return source.parent / "downloads"
 
 
 def site_folder(out: Path, edition: str) -> Path:
@@ -123,7 +141,11 @@ def build(out: Path = DEFAULT_OUT, editions: list[str] | None = None) -> float:
             "--keep-going", "--fresh-env", "--quiet", "--conf-dir", str(SITE_DIR),
             "--doctree-dir", str(work / "doctrees"), str(work / "source"), str(work / "html"),
         ]  # fmt: skip
-        env = dict(os.environ, COURSE_SITE_EDITION=edition)
+        env = dict(
+            os.environ,
+            COURSE_SITE_EDITION=edition,
+            COURSE_SITE_DOWNLOADS=str(downloads_folder(work / "source")),
+        )
         runs[edition] = subprocess.Popen(
             command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
         )

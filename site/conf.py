@@ -48,6 +48,8 @@ myst_heading_slug_func = "course_site.jupyter_anchor"  # JupyterLab's anchors: #
 html_theme = "sphinx_book_theme"
 html_title = text["title"]
 html_baseurl = site_url(edition=course_edition)
+# The committed notebooks, each beside its page for "Download this notebook" (site/build.py).
+html_extra_path = [p] if (p := os.environ.get("COURSE_SITE_DOWNLOADS")) else []
 html_copy_source = False  # the notebooks are in the repository; the pages link to it
 html_show_sourcelink = False
 html_last_updated_fmt = None
@@ -61,6 +63,7 @@ html_theme_options = {
     "home_page_in_toc": True,
     "show_navbar_depth": 1,
     "article_header_end": ["course-links.html", "article-header-buttons.html"],
+    "article_footer_items": ["course-provenance.html"],
     "navigation_with_keys": False,
     "navbar_persistent": [],  # the sidebar has the search field
 }

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import posixpath
 import re
+import subprocess
+import urllib.parse
 from pathlib import Path
 
 from docutils import nodes
@@ -34,6 +36,7 @@ from helpers.course import (
     colab_url,
     course_notebooks,
     glossary,
+    site_url,
 )
 
 __all__ = [
@@ -41,6 +44,9 @@ __all__ = [
     "ChineseSearch",
     "jupyter_anchor",
     "page_links",
+    "pinned_torch",
+    "provenance",
+    "releases_passing",
     "resolve_link",
     "search_terms",
     "setup",
@@ -71,6 +77,19 @@ TEXT = {
         ),
         "contents": "The course",
         "elsewhere": "The notebooks, the helpers and the tests: [the repository]({repository}).",
+        "made_by": "Outputs made by torch {pin}",
+        "made_on": ", committed on {date}",
+        "runs_on": "; this notebook also runs top to bottom on torch {releases}",
+        "compatibility": "(the compatibility table)",
+        "list_separator": ", ",
+        "full_stop": ".",
+        "report": "Report a problem with this page",
+        "download": "Download this notebook",
+        "issue_title": "Problem with {notebook} ({language} edition)",
+        "issue_body": (
+            "Page: {page}\nEdition: {language}\nOutputs made by torch {pin}\n"
+            "My torch release (if I ran it): \n\nWhat is wrong:\n"
+        ),
     },
     "zh": {
         "language": "中文",
@@ -93,6 +112,19 @@ TEXT = {
         ),
         "contents": "课程",
         "elsewhere": "笔记本、helpers 和测试都在[代码仓库]({repository})中。",
+        "made_by": "输出由 torch {pin} 生成",
+        "made_on": "，提交于 {date}",
+        "runs_on": "；这个笔记本也能在 torch {releases} 上从头运行到尾",
+        "compatibility": "（兼容性表）",
+        "list_separator": "、",
+        "full_stop": "。",
+        "report": "报告这一页的问题",
+        "download": "下载这个笔记本",
+        "issue_title": "{notebook} 有问题（{language}）",
+        "issue_body": (
+            "页面：{page}\n版本：{language}\n输出由 torch {pin} 生成\n"
+            "我的 torch 版本（如果运行过）：\n\n问题是：\n"
+        ),
     },
 }
 
@@ -157,6 +189,73 @@ def page_links(edition: str, pagename: str) -> dict:
     return links
 
 
+def pinned_torch(constraints: Path = ROOT / "constraints.txt") -> str:
+    """The torch release the committed outputs come from: the pin in constraints.txt."""
+    found = re.search(r"^torch==([\w.+]+)", constraints.read_text(encoding="utf-8"), re.M)
+    if found is None:
+        raise ValueError(f"{constraints} pins no torch release (a line torch==X.Y.Z)")
+    return found.group(1)
+
+
+def releases_passing(notebook: str, table: Path = ROOT / "COMPATIBILITY.md") -> list[str]:
+    """The torch releases on which `notebook` ran clean, read from COMPATIBILITY.md's row."""
+    text = table.read_text(encoding="utf-8") if table.exists() else ""
+    header = re.search(r"^\| notebook \| code hash \|(.*)\|$", text, re.M)
+    row = re.search(rf"^\| `{re.escape(notebook)}` \| [^|]* \|(.*)\|$", text, re.M)
+    if header is None or row is None:
+        return []
+    versions = [c.strip().removeprefix("torch ") for c in header.group(1).split("|")]
+    cells = [c.strip() for c in row.group(1).split("|")]
+    return [v for v, c in zip(versions, cells, strict=True) if c.startswith("pass")]
+
+
+def _committed_on(path: Path) -> str | None:
+    """The date of the last commit that changed `path` (YYYY-MM-DD), or None outside git."""
+    try:
+        found = subprocess.run(
+            ["git", "log", "-1", "--format=%cs", "--", str(path)],
+            cwd=ROOT, capture_output=True, text=True, timeout=30, check=False,
+        ).stdout.strip()  # fmt: skip
+    except OSError:
+        return None
+    return found or None
+
+
+def provenance(edition: str, pagename: str) -> dict | None:
+    """Where a notebook's page stands: the torch release and date of its outputs, the releases
+    it also runs on (COMPATIBILITY.md), a prefilled issue about the page and its download."""
+    notebook = f"{pagename}.ipynb"
+    if notebook not in _notebook_names(edition):
+        return None
+    words, pin = TEXT[edition], pinned_torch()
+    path = NOTEBOOKS / EDITIONS[edition] / notebook
+    line = words["made_by"].format(pin=pin)
+    date = _committed_on(path)
+    if date:
+        line += words["made_on"].format(date=date)
+    others = [r for r in releases_passing(notebook) if r != pin]
+    if others:
+        line += words["runs_on"].format(releases=words["list_separator"].join(others))
+    language = TEXT[edition]["language"]
+    page = site_url(notebook, edition)
+    query = urllib.parse.urlencode(
+        {
+            "title": words["issue_title"].format(notebook=notebook, language=language),
+            "body": words["issue_body"].format(page=page, language=language, pin=pin),
+        }
+    )
+    return {
+        "line": line,
+        "compatibility": words["compatibility"],
+        "full_stop": words["full_stop"],
+        "compatibility_href": f"{REPOSITORY}/blob/{BRANCH}/COMPATIBILITY.md",
+        "report": words["report"],
+        "report_href": f"{REPOSITORY}/issues/new?{query}",
+        "download": words["download"],
+        "download_href": notebook,
+    }
+
+
 _RAW_ID = r"""\bid\s*=\s*["']{}["']"""
 
 
@@ -207,6 +306,7 @@ def add_page_links(app: Sphinx, pagename: str, templatename: str, context: dict,
     """Give the templates the page's links (course-links.html shows them)."""
     links = page_links(app.config.course_edition, pagename)
     context["course_links"] = links
+    context["course_provenance"] = provenance(app.config.course_edition, pagename)
     alternates = "".join(
         f'<link rel="alternate" hreflang="{t["lang"]}" href="{t["href"]}" />\n'
         for t in links["twins"]

@@ -89,7 +89,7 @@ def test_every_notebook_installs_what_colab_lacks_and_runs():
         assert r["error"] is None, f"{r['notebook']} failed in the Colab emulation:\n{r['error']}"
     assert "Running on Google Colab" in results[0]["text"]
     # The installed helpers carry their text files: the twin's quiz and tables speak Chinese.
-    assert "误区：" in results[-1]["text"] and "与之共享存储" in results[-1]["text"]
+    assert "道题；交互版" in results[-1]["text"] and "与之共享存储" in results[-1]["text"]
     versions = subprocess.run(
         [str(python), "-c", "import ipywidgets, torchviz, helpers; print(ipywidgets.__version__)"],
         capture_output=True,

@@ -177,3 +177,48 @@ def test_the_home_page_lists_the_notebooks_in_course_order(build):
         listed = [line for line in toctree.splitlines()[2:] if line]
         assert listed == [p.stem for p in course.course_notebooks(course.NOTEBOOKS / sub)]
         assert course.REPOSITORY in text
+
+
+def test_the_pinned_torch_comes_from_the_constraints(site, tmp_path):
+    assert re.fullmatch(r"\d+\.\d+\.\d+", site.pinned_torch())
+    pins = tmp_path / "constraints.txt"
+    pins.write_text("numpy==2.0.0\ntorch==9.8.7\n")
+    assert site.pinned_torch(pins) == "9.8.7"
+    pins.write_text("numpy==2.0.0\n")
+    with pytest.raises(ValueError, match="pins no torch release"):
+        site.pinned_torch(pins)
+
+
+def test_the_releases_a_notebook_runs_on_come_from_the_compatibility_table(site, tmp_path):
+    table = tmp_path / "COMPATIBILITY.md"
+    table.write_text(
+        "| notebook | code hash | torch 2.4.1 | torch 2.15.0 |\n|---|---|---|---|\n"
+        "| `01_a.ipynb` | `abc` | pass 3.8 s | FAIL: RuntimeError |\n"
+        "| `02_b.ipynb` | `def` | pass 3.1 s | pass 4.0 s |\n"
+    )
+    assert site.releases_passing("01_a.ipynb", table) == ["2.4.1"]
+    assert site.releases_passing("02_b.ipynb", table) == ["2.4.1", "2.15.0"]
+    assert site.releases_passing("03_c.ipynb", table) == []
+    real = site.releases_passing("01_leaf_nodes.ipynb")
+    assert len(real) >= 3, real  # the committed table: the releases tried
+
+
+@pytest.mark.parametrize("edition", list(course.EDITIONS))
+def test_a_notebook_page_says_where_it_stands(site, edition):
+    from urllib.parse import parse_qs, urlsplit
+
+    shown = site.provenance(edition, "05_freeing_the_graph")
+    pin = site.pinned_torch()
+    assert f"torch {pin}" in shown["line"]
+    others = [r for r in site.releases_passing("05_freeing_the_graph.ipynb") if r != pin]
+    assert site.TEXT[edition]["list_separator"].join(others) in shown["line"] and others
+    assert re.search(r"\d{4}-\d{2}-\d{2}", shown["line"]), shown["line"]  # the commit's date
+    report = urlsplit(shown["report_href"])
+    assert f"{report.scheme}://{report.netloc}{report.path}" == f"{course.REPOSITORY}/issues/new"
+    fields = parse_qs(report.query)
+    assert "05_freeing_the_graph.ipynb" in fields["title"][0]
+    body = fields["body"][0]
+    assert course.site_url("05_freeing_the_graph.ipynb", edition) in body and pin in body
+    assert site.TEXT[edition]["language"] in body
+    assert shown["download_href"] == "05_freeing_the_graph.ipynb"
+    assert site.provenance(edition, "index") is None  # not a notebook's page

@@ -29,7 +29,15 @@ from pathlib import Path
 
 import pytest
 
-from helpers.course import EDITIONS, HIDE_TAG, NOTEBOOKS, binder_url, colab_url, course_notebooks
+from helpers.course import (
+    EDITIONS,
+    HIDE_TAG,
+    NOTEBOOKS,
+    REPOSITORY,
+    binder_url,
+    colab_url,
+    course_notebooks,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -39,6 +47,8 @@ sync_api = pytest.importorskip(
 
 ROOT = Path(__file__).resolve().parents[2]
 BUILD = ROOT / "site" / "build.py"
+#: The torch release the committed outputs come from (each page's provenance names it).
+PIN = re.search(r"^torch==(\S+)", (ROOT / "constraints.txt").read_text(), re.M).group(1)
 #: `make site` must stay quick: both editions on two cores (about 20 s here).
 BUILD_BUDGET_S = 120
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
@@ -356,6 +366,17 @@ def test_a_page_shows_everything_offline(
         }
     if edition == "zh":
         assert re.search(r"[\u4e00-\u9fff]", text), f"{path}: no Chinese on the page"
+    if nb is not None:  # where the page stands, and its two links
+        stands = page_handle.evaluate(
+            """() => {const f = document.querySelector('.course-provenance');
+                       return f && {text: f.innerText,
+                                    report: f.querySelector('.course-report').href,
+                                    download: f.querySelector('.course-download').href}}"""
+        )
+        assert stands, f"{path}: no provenance footer"
+        assert f"torch {PIN}" in stands["text"], stands["text"]
+        assert stands["report"].startswith(f"{REPOSITORY}/issues/new?"), stands["report"]
+        assert stands["download"] == reader.base + page_path(page_id).replace(".html", ".ipynb")
 
     twins = page_handle.evaluate(
         "() => Array.from(document.querySelectorAll('.course-twin')).map(a => a.href)"
