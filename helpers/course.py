@@ -498,6 +498,36 @@ def sync_course_names(write: bool = True) -> list[str]:
     return [f"{path.relative_to(ROOT)} is stale (the code of notebooks 01 to 09 changed)"]
 
 
+#: A row of README.zh.md's course table: its first cell links a Chinese twin.
+_README_ROW = re.compile(
+    r"^\| \[[^\]\n]*\]\((notebooks/zh/([0-9]{2}[a-z]?)_[^)\s]+\.ipynb)\) \|", re.M
+)
+README_ZH = ROOT / "README.zh.md"
+
+
+def readme_course_table(text: str) -> str:
+    """README.zh.md's text with each course-table row titled by its notebook's own title (the
+    twin's first heading), after the notebook's number."""
+
+    def titled(row: re.Match) -> str:
+        link, number = row.group(1), row.group(2)
+        return f"| [{number} {notebook_title(ROOT / link)}]({link}) |"
+
+    return _README_ROW.sub(titled, text)
+
+
+def sync_readme(write: bool = True) -> list[str]:
+    """Retitle README.zh.md's course table from the notebooks; say what was (or would be)
+    changed."""
+    text = README_ZH.read_text(encoding="utf-8")
+    wanted = readme_course_table(text)
+    if wanted == text:
+        return []
+    if write:
+        README_ZH.write_text(wanted, encoding="utf-8")
+    return ["README.zh.md: the course table's titles are not the notebooks' own"]
+
+
 def main(argv: list[str]) -> int:
     """Command line: sync, check or execute notebooks."""
     if not argv or argv[0] not in {"sync", "check", "execute"}:
@@ -513,6 +543,7 @@ def main(argv: list[str]) -> int:
             execute_notebook(path)
     if command != "execute" and not argv[1:]:
         problems += sync_course_names(write=command == "sync")
+        problems += sync_readme(write=command == "sync")
     for p in problems:
         print(p)
     return 1 if command == "check" and problems else 0

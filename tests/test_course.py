@@ -207,3 +207,16 @@ def test_course_notebooks_take_an_optional_letter_and_keep_course_order(tmp_path
     assert names.index("06b_split_learning_deeper.ipynb") == names.index(
         "06_split_backward_three_models.ipynb"
     ) + 1
+
+
+def test_the_chinese_readme_titles_its_course_table_by_the_notebooks_own_titles():
+    assert course.sync_readme(write=False) == [], "run `python -m helpers.course sync`"
+    zh = course.NOTEBOOKS / "zh"
+    row = "| [05 旧的标题](notebooks/zh/05_freeing_the_graph.ipynb) | 内容 |"
+    title = course.notebook_title(zh / "05_freeing_the_graph.ipynb")
+    assert course.readme_course_table(f"前言\n\n{row}\n") == (
+        f"前言\n\n| [05 {title}](notebooks/zh/05_freeing_the_graph.ipynb) | 内容 |\n"
+    )
+    assert course.readme_course_table("| [English](README.md) | x |") == (
+        "| [English](README.md) | x |"
+    )  # only rows that link a twin

@@ -67,6 +67,7 @@ def test_make_site_builds_into_an_ignored_folder_and_the_workflow_publishes_it()
     workflow = (ROOT / ".github" / "workflows" / "site.yml").read_text()
     assert "make site" in workflow and "path: _site/html" in workflow
     assert "actions/deploy-pages" in workflow
+    assert "fetch-depth: 0" in workflow  # a page's commit date needs the notebook's history
 
 
 def test_a_notebook_page_links_its_twin_and_colab_and_binder(site):
