@@ -55,7 +55,7 @@ def brief_message(message: str) -> str:
     text = clean_message(message)
     for first_sentence, notebook in SHOWN_IN_FULL.items():
         if text.startswith(first_sentence) and text != first_sentence:
-            return f"{first_sentence} [… torch's full text is shown in {notebook}]"
+            return f"{first_sentence} " + say("common", "checks.shown_in_full", notebook=notebook)
     return text
 
 
