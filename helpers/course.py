@@ -212,9 +212,8 @@ def minutes_to_work_through(path: Path) -> int:
         if c.cell_type == "code" and SETUP_TAG not in c.metadata.get("tags", [])
     ]
     shown = [c.source for i, c in code if i not in folded]
-    lines = sum(
-        1 for s in shown for line in s.splitlines() if line.strip() and not line.strip()[0] == "#"
-    )
+    stripped = (line.strip() for s in shown for line in s.splitlines())
+    lines = sum(1 for line in stripped if line and not line.startswith("#"))
     topics = [t for _, c in code for call in _QUIZ_CALL.findall(c.source) for t in _topics(call)]
     asked = (len(questions(*topics)) if topics else 0) + sum(
         len(_CHECK_YOURSELF_QUESTION.findall(m)) for m in markdown
@@ -489,13 +488,19 @@ def sync_course_names(write: bool = True) -> list[str]:
     changed."""
     from helpers import quiz_final
 
-    wanted = course_names_text()
     path = quiz_final.COURSE_NAMES_FILE
+    stale = f"{path.relative_to(ROOT)} is stale (the code of notebooks 01 to 09 changed)"
+    return _sync_text(path, course_names_text(), stale, write)
+
+
+def _sync_text(path: Path, wanted: str, stale: str, write: bool) -> list[str]:
+    """[] when the generated file `path` holds `wanted`; else [stale], after writing `wanted`
+    when `write`."""
     if path.exists() and path.read_text(encoding="utf-8") == wanted:
         return []
     if write:
         path.write_text(wanted, encoding="utf-8")
-    return [f"{path.relative_to(ROOT)} is stale (the code of notebooks 01 to 09 changed)"]
+    return [stale]
 
 
 #: A row of README.zh.md's course table: its first cell links a Chinese twin.
@@ -519,13 +524,9 @@ def readme_course_table(text: str) -> str:
 def sync_readme(write: bool = True) -> list[str]:
     """Retitle README.zh.md's course table from the notebooks; say what was (or would be)
     changed."""
-    text = README_ZH.read_text(encoding="utf-8")
-    wanted = readme_course_table(text)
-    if wanted == text:
-        return []
-    if write:
-        README_ZH.write_text(wanted, encoding="utf-8")
-    return ["README.zh.md: the course table's titles are not the notebooks' own"]
+    wanted = readme_course_table(README_ZH.read_text(encoding="utf-8"))
+    stale = "README.zh.md: the course table's titles are not the notebooks' own"
+    return _sync_text(README_ZH, wanted, stale, write)
 
 
 def main(argv: list[str]) -> int:

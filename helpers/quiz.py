@@ -294,6 +294,11 @@ def _question_html(number: int, question: Question) -> str:
     )
 
 
+def _notebooks_behind(question: Question) -> list[str]:
+    """The numbers of the notebooks a question draws on (else its topic's), sorted."""
+    return sorted(TOPICS[t][:2] for t in question.draws_on or (question.topic,))
+
+
 def answer_table(items: list[Question]) -> Table:
     """Each question's stated answer beside what running it gives (they must agree), with the
     notebooks behind it (those it draws on, else its topic's) and the names that make its code
@@ -305,7 +310,7 @@ def answer_table(items: list[Question]) -> Table:
         rows.append(
             {
                 "question": f"{i}. {q.prompt}",
-                "notebooks": ", ".join(sorted(TOPICS[t][:2] for t in q.draws_on or (q.topic,))),
+                "notebooks": ", ".join(_notebooks_behind(q)),
                 "new in it": ", ".join(quiz_final.new_names(q.code)) or "-",
                 "stated": q.answer,
                 "observed": observed.answer,
@@ -420,8 +425,13 @@ _FIRST_PREDICTIONS: dict[str, bool] = {}
 _SCOREBOARDS: dict[tuple[str, ...], Score] = {}
 
 
+def _key(question: Question) -> str:
+    """What the score knows a question by: its id (its prompt when it has none)."""
+    return question.id or question.prompt
+
+
 def _record(question: Question, right: bool) -> None:
-    key = question.id or question.prompt
+    key = _key(question)
     if key in _FIRST_PREDICTIONS:
         return
     _FIRST_PREDICTIONS[key] = right
@@ -436,19 +446,18 @@ class Score(LiveWidget):
     def __init__(self, items: list[Question], start: int = 1):
         self.items = list(items)
         self.start = start
-        make = WidgetFactory()
-        self.label = make("HTML", value=html.escape(self.summary()))
-        self.label.add_class("autograd-score")
         shown = self.summary()
+        self.label = WidgetFactory()("HTML", value=html.escape(shown))
+        self.label.add_class("autograd-score")
         super().__init__(self.label, text=shown, html_fallback=f"<p>{html.escape(shown)}</p>")
-        _SCOREBOARDS[tuple(q.id or q.prompt for q in self.items)] = self
+        _SCOREBOARDS[tuple(map(_key, self.items))] = self
 
     def counts(self) -> tuple[int, int, list[int]]:
         """(answered, right, the numbers of the questions missed)."""
         answered = right = 0
         missed = []
         for number, q in enumerate(self.items, self.start):
-            first = _FIRST_PREDICTIONS.get(q.id or q.prompt)
+            first = _FIRST_PREDICTIONS.get(_key(q))
             if first is None:
                 continue
             answered += 1
@@ -464,10 +473,8 @@ class Score(LiveWidget):
             return _ui("score_none", count=len(self.items))
         line = _ui("score", right=right, answered=answered, count=len(self.items))
         if missed:
-            numbers = {n: q for n, q in enumerate(self.items, self.start)}
-            reread = sorted(
-                {TOPICS[t][:2] for n in missed for t in numbers[n].draws_on or (numbers[n].topic,)}
-            )
+            numbers = dict(enumerate(self.items, self.start))
+            reread = sorted({nb for n in missed for nb in _notebooks_behind(numbers[n])})
             line += " " + _ui(
                 "score_missed",
                 missed=", ".join(map(str, missed)),

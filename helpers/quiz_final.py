@@ -31,6 +31,7 @@ __all__ = [
     "SURFACE_LIMIT",
     "TOPICS",
     "api_names",
+    "cell_tree",
     "course_names",
     "new_names",
     "note",
@@ -52,18 +53,26 @@ SURFACE_LIMIT = 0.6
 COURSE_NAMES_FILE = Path(__file__).with_name("text") / "course_names.txt"
 
 
+def cell_tree(code: str) -> ast.Module | None:
+    """A code cell's Python syntax tree, its IPython `%` and `!` lines left out; None when the
+    rest does not parse."""
+    source = "\n".join(
+        line for line in code.splitlines() if not line.lstrip().startswith(("%", "!"))
+    )
+    try:
+        return ast.parse(source)
+    except SyntaxError:
+        return None
+
+
 def api_names(code: str) -> set[str]:
     """The names of the operations, modules and keyword arguments a program uses: attributes it
     reads (`torch.nn.Embedding`, `x.flip`), modules and names it imports, and keywords of its
     calls (`inplace=True`). Attributes the program assigns itself (`ctx.factor = ...`) are its own
     data, not an operation. IPython's `%` and `!` lines are skipped; code that does not parse
     has no names."""
-    source = "\n".join(
-        line for line in code.splitlines() if not line.lstrip().startswith(("%", "!"))
-    )
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
+    tree = cell_tree(code)
+    if tree is None:
         return set()
     read, stored = set(), set()
     for node in ast.walk(tree):
@@ -81,7 +90,7 @@ def api_names(code: str) -> set[str]:
 
 def course_names(programs: Iterable[str]) -> set[str]:
     """Every name `api_names` finds in these programs (the code cells of notebooks 01 to 09)."""
-    return set().union(set(), *(api_names(p) for p in programs))
+    return set().union(*(api_names(p) for p in programs))
 
 
 def _read_course_names() -> frozenset[str]:

@@ -236,7 +236,7 @@ def provenance(edition: str, pagename: str) -> dict | None:
     others = [r for r in releases_passing(notebook) if r != pin]
     if others:
         line += words["runs_on"].format(releases=words["list_separator"].join(others))
-    language = TEXT[edition]["language"]
+    language = words["language"]
     page = site_url(notebook, edition)
     query = urllib.parse.urlencode(
         {

@@ -227,12 +227,10 @@ def typed_results(source: str) -> list[str]:
     typed result prints what it says whatever the run did."""
     import ast
 
-    code = "\n".join(
-        line for line in source.splitlines() if not line.lstrip().startswith(("%", "!"))
-    )
-    try:
-        tree = ast.parse(code)
-    except SyntaxError:
+    from helpers.quiz_final import cell_tree
+
+    tree = cell_tree(source)
+    if tree is None:
         return []
     in_asserts = {id(n) for a in ast.walk(tree) if isinstance(a, ast.Assert) for n in ast.walk(a)}
     found = []

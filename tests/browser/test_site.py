@@ -38,6 +38,7 @@ from helpers.course import (
     colab_url,
     course_notebooks,
 )
+from tests.compat import PIN  # the torch release the committed outputs come from
 
 pytestmark = pytest.mark.browser
 
@@ -47,8 +48,6 @@ sync_api = pytest.importorskip(
 
 ROOT = Path(__file__).resolve().parents[2]
 BUILD = ROOT / "site" / "build.py"
-#: The torch release the committed outputs come from (each page's provenance names it).
-PIN = re.search(r"^torch==(\S+)", (ROOT / "constraints.txt").read_text(), re.M).group(1)
 #: `make site` must stay quick: both editions on two cores (about 20 s here).
 BUILD_BUDGET_S = 120
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
