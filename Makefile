@@ -50,9 +50,16 @@ check: $(STAMP)
 	$(BIN)/python -m tests.steps check
 
 # The browser tests also need chromium (installed here when missing; without it they are skipped
-# with a note, or fail under CI=true).
-browser-deps:
+# with a note, or fail under CI=true), and axe-core for the site's accessibility audit (from npm,
+# at the version tests/browser/package-lock.json pins; the test injects it from disk).
+AXE := tests/browser/node_modules/axe-core/axe.min.js
+browser-deps: $(AXE)
 	@.ci/system-packages --browser
+
+$(AXE): tests/browser/package.json tests/browser/package-lock.json
+	@if command -v npm >/dev/null 2>&1; then \
+	  npm ci --prefix tests/browser --no-audit --no-fund --loglevel=error && touch $@; \
+	else echo "npm not found: the site's accessibility audit is skipped (install Node.js)"; fi
 
 lint: $(STAMP)
 	$(BIN)/ruff check helpers tests notebooks site conftest.py
@@ -106,4 +113,4 @@ lock: $(STAMP)
 	  rm constraints.body && mv constraints.new constraints.txt
 
 clean:
-	rm -rf $(VENV) .artifacts .compat .mutate
+	rm -rf $(VENV) .artifacts .compat .mutate tests/browser/node_modules

@@ -8,12 +8,22 @@
   own HTML (`<a id="...">`) resolves to itself. Anything else stays for MyST to report.
 - The Chinese search index knows the glossary's terms as words (jieba's user dictionary), and its
   JavaScript finds its stemmer (`ChineseSearch`).
+- Every picture of a notebook's output has a text alternative: the text form its output carries
+  (`picture_alternative`; the course's graphs and figures describe themselves in text/plain), so a
+  screen reader says what the picture shows, not the name of its file.
+- A folded cell's summary is named by its own words ("Answer: ..."), not by an aria-label that
+  hides them from speech input.
 - Heading anchors are JupyterLab's (`## Tidy up` -> `#Tidy-up`), so a notebook's links to its own
   headings work on the site as they do in JupyterLab.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import html
+import json
+import os
 import posixpath
 import re
 import subprocess
@@ -21,6 +31,7 @@ import urllib.parse
 from pathlib import Path
 
 from docutils import nodes
+from myst_nb.sphinx_ import HideCodeCellNode
 from sphinx import addnodes
 from sphinx.application import Sphinx
 from sphinx.search.zh import SearchChinese
@@ -44,6 +55,8 @@ __all__ = [
     "ChineseSearch",
     "jupyter_anchor",
     "page_links",
+    "picture_alternative",
+    "picture_alternatives",
     "pinned_torch",
     "provenance",
     "releases_passing",
@@ -302,6 +315,87 @@ class LinksOutOfTheEdition(SphinxPostTransform):
             node.replace_self(reference)
 
 
+#: Output forms myst-nb shows as a picture, and how it writes each picture's file (its name is the
+#: SHA-256 of these bytes: myst_nb.core.render.NbElementRenderer.render_image).
+_PICTURES = {
+    "image/svg+xml": lambda content: os.linesep.join(content.splitlines()).encode("utf-8"),
+    "image/png": lambda content: base64.b64decode(content),
+}
+#: Forms a page shows before a picture (site/conf.py never shows the widget view).
+_SHOWN_BEFORE_A_PICTURE = ("text/html",)
+_TREE = re.compile(r"^[\s│├└─]+")
+
+
+def picture_alternative(text: str) -> str:
+    """What a picture says, in one line, from the text form its output carries: a graph's summary
+    and then its nodes in the order the text tree lists them ("y scalar (output), SumBackward0
+    (function), ..."); a figure's description ("[figure: loss curves ...]") as a sentence."""
+    text = text.strip()
+    if text.startswith("[figure:") and text.endswith("]"):
+        return "Figure: " + text[len("[figure:") : -1].strip()
+    lines = [_TREE.sub("", line).strip() for line in text.splitlines()]
+    lines = [re.sub(r"<([^<>]+)>", r"(\1)", re.sub(r"\s+", " ", line)) for line in lines if line]
+    if not lines:
+        return ""
+    said = lines[0]
+    for line in lines[1:]:
+        said += " " if said.endswith((".", ":", ";")) else (": " if said is lines[0] else ", ")
+        said += line
+    return said
+
+
+def picture_alternatives(nb: dict) -> dict[str, str]:
+    """Each picture a notebook's page shows, by the name myst-nb gives its file (without the
+    extension), mapped to its alternative (`picture_alternative` of the output's text/plain)."""
+    found = {}
+    for cell in nb.get("cells", []):
+        for output in cell.get("outputs", []):
+            data = output.get("data", {})
+            if any(form in data for form in _SHOWN_BEFORE_A_PICTURE):
+                continue
+            form = next((f for f in _PICTURES if f in data), None)
+            if form is None:
+                continue
+            content = data[form] if isinstance(data[form], str) else "".join(data[form])
+            name = hashlib.sha256(_PICTURES[form](content)).hexdigest()
+            text = data.get("text/plain", "")
+            found[name] = picture_alternative(text if isinstance(text, str) else "".join(text))
+    return found
+
+
+class PictureAlternatives(SphinxPostTransform):
+    """Give each picture of a notebook's outputs its alternative (`picture_alternatives`)."""
+
+    default_priority = 10
+    formats = ("html",)
+
+    def run(self, **kwargs) -> None:
+        source = Path(self.env.doc2path(self.env.docname))
+        if source.suffix != ".ipynb":
+            return
+        alternatives = picture_alternatives(json.loads(source.read_text(encoding="utf-8")))
+        for image in self.document.findall(nodes.image):
+            name = Path(image["uri"]).stem
+            if alternatives.get(name):
+                image["alt"] = alternatives[name]
+
+
+def visit_folded_cell(self, node) -> None:
+    """myst-nb's folded cell, with a summary named by its visible words: myst-nb's own
+    `aria-label="Toggle hidden content"` replaced them for a screen reader and failed WCAG 2.5.3
+    (label in name) on every folded answer."""
+    classes = " ".join(node["classes"])
+    self.body.append(f'<details class="admonition hide {classes}">\n<summary>\n')
+    for state, prompt in (("collapsed", "prompt_show"), ("expanded", "prompt_hide")):
+        words = html.escape(node[prompt])
+        self.body.append(f'<p class="{state} admonition-title">{words}</p>\n')
+    self.body.append("</summary>\n")
+
+
+def depart_folded_cell(self, node) -> None:
+    self.body.append("</details>\n")
+
+
 def add_page_links(app: Sphinx, pagename: str, templatename: str, context: dict, doctree):
     """Give the templates the page's links (course-links.html shows them)."""
     links = page_links(app.config.course_edition, pagename)
@@ -351,5 +445,7 @@ def setup(app: Sphinx) -> dict:
     app.add_search_language(ChineseSearch)
     app.connect("config-inited", teach_search_the_glossary)
     app.add_post_transform(LinksOutOfTheEdition)
+    app.add_post_transform(PictureAlternatives)
+    app.add_node(HideCodeCellNode, override=True, html=(visit_folded_cell, depart_folded_cell))
     app.connect("html-page-context", add_page_links)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -223,3 +223,44 @@ def test_a_notebook_page_says_where_it_stands(site, edition):
     assert site.TEXT[edition]["language"] in body
     assert shown["download_href"] == "05_freeing_the_graph.ipynb"
     assert site.provenance(edition, "index") is None  # not a notebook's page
+
+
+def test_a_graph_picture_says_its_summary_and_its_nodes(site):
+    text = (
+        "autograd graph: 4 nodes, 3 edges (2 function, 1 leaf, 1 output)\n"
+        "y [3]  <output>\n└── MulBackward0  <function>\n    └── AccumulateGrad  <function>\n"
+        "        └── w [3]  <leaf>"
+    )
+    assert site.picture_alternative(text) == (
+        "autograd graph: 4 nodes, 3 edges (2 function, 1 leaf, 1 output): y [3] (output), "
+        "MulBackward0 (function), AccumulateGrad (function), w [3] (leaf)"
+    )
+
+
+def test_a_figure_picture_says_its_description_and_a_widget_its_state(site):
+    assert site.picture_alternative("[figure: loss curves, 10 steps]") == (
+        "Figure: loss curves, 10 steps"
+    )
+    widget = "Graph explorer: detach=False\n\nInteractive: run it.\nautograd graph: 2 nodes"
+    assert site.picture_alternative(widget) == (
+        "Graph explorer: detach=False: Interactive: run it. autograd graph: 2 nodes"
+    )
+    assert site.picture_alternative("  \n") == ""
+
+
+def test_each_picture_is_found_by_the_name_its_file_gets(site):
+    svg = '<svg xmlns="http://www.w3.org/2000/svg">\n<title>g</title>\n</svg>'
+    png = "iVBORw0KGgo="  # base64 of a PNG's first bytes is enough for a name
+    shown = [
+        {"image/svg+xml": svg, "text/plain": "[figure: a]"},
+        {"image/png": png, "text/plain": ["[figure: ", "b]"]},
+        {"text/html": "<b>x</b>", "image/png": png},  # shown as HTML, not as a picture
+    ]
+    nb = {"cells": [{"cell_type": "code", "outputs": [{"data": data} for data in shown]}]}
+    import base64
+    import hashlib
+    import os
+
+    svg_name = hashlib.sha256(os.linesep.join(svg.splitlines()).encode()).hexdigest()
+    png_name = hashlib.sha256(base64.b64decode(png)).hexdigest()
+    assert site.picture_alternatives(nb) == {svg_name: "Figure: a", png_name: "Figure: b"}

@@ -7,7 +7,11 @@ loads without a script error or a failed request; no link to a page or an anchor
 broken; every picture loads and has a size; each code cell shows its outputs in the form the
 notebook's output carries (a widget's snapshot, never a widget placeholder); answers and solutions
 are folded; the header links to the page's twin in the other edition and to the notebook in Colab
-and Binder. Search finds pages in both languages. Screenshots: .artifacts/screenshots/site-*.png.
+and Binder. Search finds pages in both languages. Every page, folded cells opened, in both colour
+schemes, has no serious or critical violation of WCAG 2.1 A and AA by axe-core (pinned in
+tests/browser/package.json, installed from npm by `make browser-deps`, injected from disk), and
+every picture of an output has a text alternative that says what it shows. Screenshots:
+.artifacts/screenshots/site-*.png.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from helpers.course import (
     colab_url,
     course_notebooks,
 )
+from tests.ci import skip_or_fail
 from tests.compat import PIN  # the torch release the committed outputs come from
 
 pytestmark = pytest.mark.browser
@@ -67,6 +72,12 @@ SHOWN_AS = {
 PLACEHOLDERS = re.compile(
     r"Loading widget|kernel connection is required|Error displaying widget", re.IGNORECASE
 )
+#: axe-core, as `make browser-deps` installs it (npm ci in tests/browser/, from its lock file).
+AXE = ROOT / "tests" / "browser" / "node_modules" / "axe-core" / "axe.min.js"
+#: What the audit holds every page to: WCAG 2.1, levels A and AA.
+WCAG_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
+#: The theme's two colour schemes, as its switch stores a reader's choice.
+SCHEMES = ("light", "dark")
 SCREENSHOT_PAGES = {
     "en/index": "site-en-home.png",
     "en/05_freeing_the_graph": "site-en-05_freeing_the_graph.png",
@@ -104,6 +115,19 @@ def _load_build_module():
     finally:
         sys.path[:] = path
     return module
+
+
+def _load_course_site():
+    """site/course_site.py as a module, as build.py imports it."""
+    _load_build_module()
+    path = list(sys.path)
+    try:
+        sys.path.insert(0, str(BUILD.parent))
+        import course_site
+
+        return course_site
+    finally:
+        sys.path[:] = path
 
 
 @pytest.fixture(scope="session")
@@ -410,6 +434,124 @@ def test_a_page_shows_everything_offline(
     if page_id in SCREENSHOT_PAGES:
         page_handle.evaluate(CLOSE_ALL)  # as a reader first sees the page
         page_handle.screenshot(path=str(screenshots / SCREENSHOT_PAGES[page_id]), full_page=True)
+
+
+# --- read by everyone: axe-core in both colour schemes, and the pictures' alternatives -----------
+
+
+@pytest.fixture(scope="session")
+def axe_source() -> str:
+    if not AXE.is_file():
+        skip_or_fail(
+            f"the accessibility audit needs axe-core at {AXE.relative_to(ROOT)}: "
+            "`make browser-deps` installs it (npm ci --prefix tests/browser)"
+        )
+    return AXE.read_text(encoding="utf-8")
+
+
+@pytest.fixture(scope="session")
+def scheme_contexts(browser, site_url):
+    """One browser context per colour scheme, each with the theme's switch already set."""
+    contexts = {}
+    for scheme in SCHEMES:
+        context = browser.new_context(viewport={"width": 1280, "height": 900}, locale="en-GB")
+        context.add_init_script(f"localStorage.setItem('mode', '{scheme}');")
+        context.route(
+            "**/*", lambda r: r.continue_() if r.request.url.startswith(site_url) else r.abort()
+        )
+        contexts[scheme] = context
+    try:
+        yield contexts
+    finally:
+        for context in contexts.values():
+            context.close()
+
+
+AUDIT = """async (tags) => {
+    const result = await axe.run(document, {runOnly: {type: 'tag', values: tags},
+                                            resultTypes: ['violations']});
+    return result.violations.map(v => ({rule: v.id, impact: v.impact, help: v.help,
+        where: v.nodes.slice(0, 3).map(n => n.target.join(' ') + '  ' + n.html.slice(0, 120))}));
+}"""
+
+
+def serious(violations: list[dict]) -> list[str]:
+    """The violations that fail the audit (serious or critical), one line each."""
+    return [
+        f"{v['rule']} ({v['impact']}): {v['help']}\n    " + "\n    ".join(v["where"])
+        for v in violations
+        if v["impact"] in ("serious", "critical")
+    ]
+
+
+@pytest.mark.parametrize("scheme", SCHEMES)
+@pytest.mark.parametrize("page_id", PAGES)
+def test_a_page_passes_the_accessibility_audit(
+    scheme_contexts, site_url, axe_source, screenshots, page_id, scheme
+):
+    page = scheme_contexts[scheme].new_page()
+    try:
+        page.goto(site_url + page_path(page_id), wait_until="load")
+        page.wait_for_load_state("networkidle")
+        assert page.evaluate("document.documentElement.dataset.theme") == scheme
+        # Folded answers and solutions are audited too, once opened: with the theme's fade-in
+        # switched off, so that axe measures their colours, not a frame of the animation.
+        page.add_style_tag(content="* { animation: none !important; transition: none !important; }")
+        page.evaluate(OPEN_ALL)
+        page.add_script_tag(content=axe_source)
+        found = serious(page.evaluate(AUDIT, WCAG_TAGS))
+        assert not found, f"{page_path(page_id)} ({scheme}):\n" + "\n".join(found)
+        if scheme == "dark" and page_id == "en/08_grad_modes_and_why_nothing_learns":
+            page.evaluate(CLOSE_ALL)
+            page.screenshot(path=str(screenshots / "site-en-08-dark.png"), full_page=True)
+    finally:
+        page.close()
+
+
+def test_the_audit_finds_what_it_should(scheme_contexts, site_url, axe_source):
+    """The audit fails a page that has the faults the site had before: light grey on the theme's
+    grey, a picture named by its file, a summary whose aria-label hides its words."""
+    page = scheme_contexts["dark"].new_page()
+    try:
+        page.goto(site_url + page_path("en/01_leaf_nodes"), wait_until="load")
+        page.evaluate(
+            """() => {
+            const bad = document.createElement('div');
+            bad.innerHTML = '<p style="color:#ced6dd;background:#f6f8fa">faint</p>'
+                + '<img src="_images/x.svg">'
+                + '<details><summary aria-label="Toggle hidden content">Answer: look'
+                + '</summary></details>';
+            document.querySelector('.bd-article').prepend(bad);
+        }"""
+        )
+        page.add_script_tag(content=axe_source)
+        rules = {line.split(" ")[0] for line in serious(page.evaluate(AUDIT, WCAG_TAGS))}
+        assert {"color-contrast", "image-alt", "label-content-name-mismatch"} <= rules, rules
+    finally:
+        page.close()
+
+
+PICTURE_ALTERNATIVES = """() => Array.from(document.querySelectorAll('.bd-article img'))
+    .map(i => ({src: i.getAttribute('src'), alt: i.getAttribute('alt')}))"""
+
+
+@pytest.mark.parametrize("page_id", [p for p in PAGES if p.split("/")[1][:1].isdigit()])
+def test_every_picture_of_an_output_says_what_it_shows(site_build, reader, page_id):
+    """Each picture's alternative is the text form of its output (`picture_alternative`), never
+    empty and never the picture's file name."""
+    course_site = _load_course_site()
+    expected = course_site.picture_alternatives(staged_notebook(site_build, page_id))
+    reader.open(page_path(page_id))
+    pictures = reader.page.evaluate(PICTURE_ALTERNATIVES)
+    content = [p for p in pictures if "/_images/" in f"/{p['src']}"]
+    assert len(content) == sum(
+        k == "img" for c in shown_cells(staged_notebook(site_build, page_id)) for k in c["kinds"]
+    )
+    for picture in content:
+        alt, name = picture["alt"] or "", Path(picture["src"]).stem
+        assert alt and "_images" not in alt and name not in alt, (page_id, picture)
+        assert alt == html.unescape(expected[name]) or alt == expected[name], (alt, expected[name])
+        assert len(alt.split()) >= 4, f"{page_id}: an alternative that says too little: {alt!r}"
 
 
 def test_an_answer_opens_with_a_click(reader, screenshots):
