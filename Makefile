@@ -91,6 +91,12 @@ zh: $(STAMP)
 site: $(STAMP)
 	$(BIN)/python site/build.py
 
+# The course as a book: one PDF per edition, printed by Chromium from the site (built first, from
+# the committed notebooks), into _site/pdf/. site/pdf.py says how, and why not LaTeX.
+.PHONY: pdf
+pdf: $(STAMP) browser-deps
+	$(BIN)/python site/pdf.py
+
 bench: $(STAMP)
 	$(BIN)/python -m tests.bench
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from helpers.language import phrase
 
-__all__ = ["Figure", "Stack", "Table"]
+__all__ = ["Figure", "Stack", "Table", "text_columns"]
 
 
 def _cell_text(value: Any) -> str:
@@ -93,7 +93,7 @@ class Table:
             return "\n".join(t for t in (_shown(self.title), self.folded, _shown(self.note)) if t)
         headings = [phrase(None, c) for c in self.columns]
         cells = [headings] + [[_cell_text(r[c]) for c in self.columns] for r in self.rows]
-        widths = [max(_width(row[i]) for row in cells) for i in range(len(self.columns))]
+        widths = [max(text_columns(row[i]) for row in cells) for i in range(len(self.columns))]
         title, note = _shown(self.title), _shown(self.note)
         lines = [title] if title else []
         for k, row in enumerate(cells):
@@ -128,7 +128,7 @@ class Table:
         return f"<details><summary>{html.escape(self.folded)}</summary>{table}</details>"
 
 
-def _width(text: str) -> int:
+def text_columns(text: str) -> int:
     """Columns a text takes in a monospace font: a CJK character takes two (symbols such as ✅
     are counted as one, as the course's tables always have)."""
     return sum(2 if _is_cjk(ch) else 1 for ch in text)
@@ -139,7 +139,7 @@ def _is_cjk(ch: str) -> bool:
 
 
 def _pad(text: str, width: int) -> str:
-    return text + " " * (width - _width(text))
+    return text + " " * (width - text_columns(text))
 
 
 class Figure:

@@ -20,7 +20,7 @@ import re
 import struct
 from dataclasses import dataclass
 
-from helpers.display import Figure, Table
+from helpers.display import Figure, Table, text_columns
 from helpers.graph import AutogradGraph, dot_available
 
 __all__ = [
@@ -120,6 +120,14 @@ def figure_html(figure: Figure) -> str:
 # beside it carries the same content as text, and that is compared).
 
 _FONT = 11  # px, monospace text blocks
+#: The snapshot's text, in a monospace font first, then a Simplified Chinese one for the Chinese
+#: edition's titles and tables (Noto CJK on Linux, Binder and Colab; PingFang and YaHei on macOS
+#: and Windows). Without the Chinese names a browser picks any CJK face it has, Japanese
+#: included, whose forms of some characters are not the Chinese ones.
+TEXT_FONTS = (
+    "DejaVu Sans Mono, Menlo, Consolas, Noto Sans Mono CJK SC, Noto Sans CJK SC, "
+    "PingFang SC, Microsoft YaHei, monospace"
+)
 _CHAR = 6.7  # px per monospace character at that size (DejaVu Sans Mono and similar)
 _LINE = 14  # px per text line
 _GAP = 10  # px between parts
@@ -169,12 +177,11 @@ def _text_part(text: str, heading: bool = False) -> _Part:
             f'<text x="0" y="{(i + 1) * _LINE - 3}"{weight} xml:space="preserve">'
             f"{html.escape(line)}</text>"
         )
-    width = max(len(line) for line in lines) * _CHAR
-    family = "DejaVu Sans Mono, Menlo, Consolas, monospace"
+    width = max(text_columns(line) for line in lines) * _CHAR
     return _Part(
         width,
         len(lines) * _LINE,
-        f'<g font-family="{family}" font-size="{_FONT}">{"".join(rows)}</g>',
+        f'<g font-family="{TEXT_FONTS}" font-size="{_FONT}">{"".join(rows)}</g>',
     )
 
 

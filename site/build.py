@@ -29,7 +29,7 @@ SITE_DIR = Path(__file__).resolve().parent
 ROOT = SITE_DIR.parent
 sys.path[:0] = [str(ROOT), str(SITE_DIR)]
 
-from course_site import TEXT  # noqa: E402
+from course_site import TEXT, book_url  # noqa: E402
 
 from helpers.course import (  # noqa: E402
     BADGE_TAG,
@@ -94,6 +94,7 @@ def home_page(edition: str) -> str:
         f"# {words['title']}\n\n{words['intro']}\n\n{words['reading']}\n\n"
         f"## {words['contents']}\n\n"
         f"```{{toctree}}\n:maxdepth: 1\n\n{toctree}\n```\n\n"
+        f"{words['book'].format(**{e: book_url(e) for e in EDITIONS})}\n\n"
         f"{words['elsewhere'].format(repository=REPOSITORY)}\n"
     )
 

@@ -53,6 +53,8 @@ from helpers.course import (
 __all__ = [
     "TEXT",
     "ChineseSearch",
+    "book_name",
+    "book_url",
     "jupyter_anchor",
     "page_links",
     "picture_alternative",
@@ -90,6 +92,10 @@ TEXT = {
         ),
         "contents": "The course",
         "elsewhere": "The notebooks, the helpers and the tests: [the repository]({repository}).",
+        "book": (
+            "The whole course as a book, to print or to read offline (`make pdf` prints it from "
+            "these pages): [PDF, English]({en}), [PDF, 中文]({zh})."
+        ),
         "made_by": "Outputs made by torch {pin}",
         "made_on": ", committed on {date}",
         "runs_on": "; this notebook also runs top to bottom on torch {releases}",
@@ -125,6 +131,10 @@ TEXT = {
         ),
         "contents": "课程",
         "elsewhere": "笔记本、helpers 和测试都在[代码仓库]({repository})中。",
+        "book": (
+            "整门课程也是一本书，可以打印或离线阅读（`make pdf` 从这些页面打印而成）："
+            "[PDF，中文]({zh})，[PDF, English]({en})。"
+        ),
         "made_by": "输出由 torch {pin} 生成",
         "made_on": "，提交于 {date}",
         "runs_on": "；这个笔记本也能在 torch {releases} 上从头运行到尾",
@@ -143,6 +153,17 @@ TEXT = {
 
 #: Pages every edition has besides the notebooks (Sphinx makes the last two).
 COMMON_PAGES = ("index", "search", "genindex")
+
+
+def book_name(edition: str) -> str:
+    """The file name of an edition's PDF (site/pdf.py prints it; the site publishes it at its
+    root): autograd-notebooks-en.pdf."""
+    return f"autograd-notebooks-{edition}.pdf"
+
+
+def book_url(edition: str) -> str:
+    """Where the published site serves an edition's PDF."""
+    return site_url() + book_name(edition)
 
 
 def jupyter_anchor(title: str) -> str:

@@ -64,6 +64,10 @@ def _notebooks(folder: str = "notebooks") -> list[str]:
     return [str(p.relative_to(ROOT)) for p in course_notebooks(ROOT / folder)]
 
 
+#: browser-en's tests: the browser tests but the Chinese notebooks' (browser-zh) and the site's.
+BROWSER_EN = "not chinese_notebook and not test_site and not test_pdf"
+
+
 def test_steps() -> list[Step]:
     """Every step of `make test`, in the order CONTRIBUTING.md's table lists them."""
     pytest = [PYTHON, "-m", "pytest", "-q"]
@@ -91,9 +95,16 @@ def test_steps() -> list[Step]:
         ),
         Step(
             "browser-en",
-            "JupyterLab runs every notebook in Chromium; the website, both editions",
-            [*pytest, "tests", "-m", "browser", "-k", "not chinese_notebook"],
-            expected=160,
+            "JupyterLab runs every notebook in Chromium",
+            [*pytest, "tests", "-m", "browser", "-k", BROWSER_EN],
+            expected=120,
+        ),
+        Step(
+            "site",
+            "the website and the books of both editions: every page read and audited for "
+            "accessibility in both colour schemes, both PDFs printed and checked",
+            [*pytest, "tests/browser/test_site.py", "tests/browser/test_pdf.py"],
+            expected=300,
         ),
         Step(
             "browser-zh",

@@ -61,7 +61,7 @@ def test_every_test_runs_in_exactly_one_step(tmp_path):
         chosen = [s.name for s in pytest_steps if selects(s.command[4:], test)]
         assert len(chosen) == 1, f"{test['id']} runs in {chosen or 'no step'}"
     names = {s.name for s in pytest_steps}
-    assert names == {"unit", "notebook runs", "rerun", "browser-en", "browser-zh"}
+    assert names == {"unit", "notebook runs", "rerun", "browser-en", "browser-zh", "site"}
 
 
 def test_the_selection_follows_markers_and_names():

@@ -41,3 +41,16 @@ def test_without_dot_the_pictures_fall_back_to_text(monkeypatch):
     assert graph_html(result.graph).startswith("<pre")
     svg = snapshot_svg(result.graph)
     assert "autograd graph:" in "".join(ET.fromstring(svg).itertext())
+
+
+def test_a_chinese_title_is_as_wide_as_it_is_drawn_and_set_in_a_chinese_font():
+    import re
+
+    from helpers import widget_pictures
+
+    latin, chinese = snapshot_svg("abcd", title="abcd"), snapshot_svg("abcd", title="计算图探索器")
+    width = [float(re.search(r'<svg[^>]*\bwidth="([0-9.]+)"', s)[1]) for s in (latin, chinese)]
+    assert width[1] > width[0]  # six characters of two columns each: twelve columns, not six
+    fonts = [f.strip() for f in widget_pictures.TEXT_FONTS.split(",")]
+    assert fonts.index("Noto Sans CJK SC") < fonts.index("monospace")
+    assert f'font-family="{widget_pictures.TEXT_FONTS}"' in chinese
