@@ -182,7 +182,8 @@ def _frame_data(
     for n in record.data.nodes:
         if n.id in freed_saved:
             head = n.label.split("\n")[0]
-            nodes.append(GraphNode(n.id, "freed", f"{head}\n[freed]", n.shape))
+            freed_label = say("common", "graph.freed")
+            nodes.append(GraphNode(n.id, "freed", f"{head}\n{freed_label}", n.shape))
         elif n.id in grads_known:
             nodes.append(GraphNode(n.id, n.kind, f"{n.label}\ngrad = {grads_known[n.id]}", n.shape))
         else:
@@ -213,11 +214,11 @@ def backward_frame(record: BackwardRecord, position: int) -> Frame:
             grads_known[leaf] = record.leaf_grads[leaf]
     if position == 0:
         freed: frozenset[str] = frozenset()
-        title = "before backward()"
+        title = say("common", "graph.before")
         caption = say("common", "stepper.before", n=n)
     elif current is not None:
         freed = current.freed_before
-        title = f"step {position} of {n}: {current.name}"
+        title = say("common", "graph.step", position=position, n=n, name=current.name)
         target = (
             say("common", "stepper.gradient_of", name=current.gradient_of)
             if current.gradient_of
@@ -234,7 +235,7 @@ def backward_frame(record: BackwardRecord, position: int) -> Frame:
         )
     else:
         freed = record.freed_after
-        title = "after backward()"
+        title = say("common", "graph.after")
         if record.retain_graph:
             what = say("common", "stepper.kept")
         elif freed:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import graphviz
 import torch
 
+from helpers.language import language, say
 from helpers.naming import named_tensors
 from helpers.shapes import shape_text
 
@@ -52,14 +53,22 @@ NODE_ATTR = {
     "height": "0.2",
     "fontname": "monospace",
 }
-LEGEND = {
-    "output": "tensor you asked about",
-    "function": "backward function (grad_fn)",
-    "leaf": "leaf that requires grad: .grad is filled",
-    "saved": "tensor saved for backward",
-    "freed": "saved tensor, already freed",
-    "view_base": "base of a view",
-}
+#: The legend's kinds, in the order it lists them; `legend_text` says each in the learner's
+#: language (helpers/text/*/common.toml, [graph]).
+LEGEND = ("output", "function", "leaf", "saved", "freed", "view_base")
+#: The graph's font in a Chinese edition: the same monospace face for Latin, then a Simplified
+#: Chinese one, so that a browser never draws the Chinese words in a Japanese face.
+CHINESE_NODE_FONT = "DejaVu Sans Mono,Noto Sans Mono CJK SC,monospace"
+
+
+def legend_text(kind: str) -> str:
+    """What the legend says of a kind of node, in the learner's language."""
+    return say("common", f"graph.legend_{kind}")
+
+
+def node_font() -> str:
+    """The nodes' font: NODE_ATTR's monospace, and a Chinese face first in line in Chinese."""
+    return CHINESE_NODE_FONT if language() == "zh" else NODE_ATTR["fontname"]
 
 
 @dataclass(frozen=True)
@@ -203,7 +212,8 @@ class _Builder:
                 value = getattr(fn, attr)
             except RuntimeError:  # freed by a backward() without retain_graph
                 marker = ("freed", fn_id, name)
-                node_id = self.add_node(marker, "freed", f"{name}\n[freed]")
+                freed = say("common", "graph.freed")
+                node_id = self.add_node(marker, "freed", f"{name}\n{freed}")
                 self.data.edges.append(GraphEdge(fn_id, node_id, "saved"))
                 continue
             items = [(name, value)] if isinstance(value, torch.Tensor) else []
@@ -343,7 +353,7 @@ class AutogradGraph(graphviz.Digraph):
     ) -> None:
         super().__init__(
             name="autograd_graph",
-            node_attr=NODE_ATTR,
+            node_attr={**NODE_ATTR, "fontname": node_font()},
             graph_attr={  # spacing and font only: checked by looking at the picture
                 "ranksep": "0.25",  # pragma: no mutate
                 "nodesep": "0.2",  # pragma: no mutate
@@ -384,7 +394,7 @@ class AutogradGraph(graphviz.Digraph):
             dashed = ' STYLE="dashed"' if kind == "freed" else ""
             rows += (
                 f'<TR><TD BGCOLOR="{COLOURS[kind]}" WIDTH="14"{dashed}></TD>'
-                f'<TD ALIGN="LEFT" BORDER="0">{LEGEND[kind]}</TD></TR>'
+                f'<TD ALIGN="LEFT" BORDER="0">{legend_text(kind)}</TD></TR>'
             )
         table = f'<<TABLE BORDER="0" CELLBORDER="1" CELLSPACING="2" CELLPADDING="2">{rows}</TABLE>>'
         self.node("legend", table, shape="plaintext", style="", fontsize="9")

@@ -159,6 +159,30 @@ def test_a_snapshot_may_translate_its_text_but_not_its_numbers_or_pictures(folde
     ]
 
 
+def test_a_picture_may_name_other_fonts_and_nothing_else(folder):
+    (folder.parent / "LIST.md").write_text("list")
+    svg = '<svg><g font-family="{font}"><text x="{x}">steps 3</text></g></svg>'
+    source = nbformat.read(english(folder), as_version=4)
+    picture = svg.format(font="monospace", x=10)
+    source.cells[3].outputs = [
+        nbformat.v4.new_output("display_data", data={"image/svg+xml": picture})
+    ]
+    nbformat.write(source, english(folder))
+    twin = build_twin(english(folder))
+    translate(twin, chinese(folder))
+
+    def drawn(**parts):
+        nb = nbformat.read(twin, as_version=4)
+        nb.cells[3].outputs[0].data["image/svg+xml"] = svg.format(**parts)
+        nbformat.write(nb, twin)
+        return problems(english(folder))
+
+    assert drawn(font="DejaVu Sans Mono,Noto Sans Mono CJK SC,monospace", x=10) == []
+    assert drawn(font="DejaVu Sans Mono,Noto Sans Mono CJK SC,monospace", x=12) == [
+        "zh/01_a.ipynb cell 4 (c03), output 1: its picture (image/svg+xml) is not the English"
+    ]
+
+
 def test_a_translation_uses_the_glossary_terms(folder):
     (folder.parent / "LIST.md").write_text("list")
     twin = build_twin(english(folder))

@@ -437,7 +437,7 @@ def test_each_kind_has_the_fill_colour_its_legend_swatch_shows():
     kinds = [k for k in graph_module.LEGEND if k in graph.data.kinds()]
     assert kinds == ["output", "function", "leaf", "freed", "view_base"]
     assert [(colour, text) for colour, _, text in swatches] == [
-        (graph_module.COLOURS[k], graph_module.LEGEND[k]) for k in kinds
+        (graph_module.COLOURS[k], graph_module.legend_text(k)) for k in kinds
     ]
     assert [bool(dashed) for _, dashed, _ in swatches] == [k == "freed" for k in kinds]
     for n in graph.data.nodes:
@@ -532,3 +532,22 @@ def test_a_call_without_a_tensor_names_the_function_called():
         show_graph()
     with pytest.raises(TypeError, match=r"^show_graph\(\) expects tensors; argument 1 is a int"):
         show_graph(3)
+
+
+def test_a_chinese_edition_graph_speaks_chinese_in_a_chinese_face():
+    from helpers.language import set_language
+
+    w = torch.ones(3, requires_grad=True)
+    y = (w.exp() * 2).sum()
+    y.backward()
+    english = show_graph(y, show_saved=True)
+    set_language("zh")
+    try:
+        chinese = show_graph(y, show_saved=True)
+    finally:
+        set_language("en")
+    legend = _statements(chinese)["legend"]["label"]
+    assert "反向函数（grad_fn）" in legend and "[已释放]" in chinese.source
+    assert "backward function" not in legend and "[freed]" not in chinese.source
+    assert f'fontname="{graph_module.CHINESE_NODE_FONT}"' in chinese.source
+    assert "Noto Sans Mono CJK SC" not in english.source and "[freed]" in english.source
