@@ -2,6 +2,9 @@
 
     python -m tests.compat [--versions 2.11.0 ...] [--only TEXT] [--no-colab] [--out FILE]
 
+A run is a torch release on the course's Python (3.11, as the pins are made), or on another Python
+("2.15.0 on Python 3.13"): that Python must be on the machine (`python3.13` on PATH, or pyenv's).
+
 For each release in VERSIONS, a cached throwaway virtual environment under `.compat/` (ignored by
 git) gets that torch, then the course's other packages at their pinned versions. In it:
 1. every notebook runs top to bottom in a fresh kernel (Run All): no error and nothing on stderr
@@ -9,8 +12,8 @@ git) gets that torch, then the course's other packages at their pinned versions.
    compares them on the pin);
 2. the helpers' unit tests (UNIT_TESTS) run;
 3. for Colab's release, Colab is emulated as `tests/test_colab_emulation.py` does on the pin: a
-   second environment with Colab's packages and no course packages, where each notebook's first
-   cell installs what is missing, then runs.
+   second environment, on Colab's Python, with Colab's packages and no course packages, where each
+   notebook's first cell installs what is missing, then runs.
 The results go to COMPATIBILITY.md, a generated table that also records a hash of each notebook's
 code cells; `tests/test_compat.py` (part of `make test`) fails when a notebook's code changed after
 the table was made, or when the table and pyproject.toml's torch floor disagree.
@@ -45,15 +48,24 @@ HOME = ROOT / ".compat"
 TABLE = ROOT / "COMPATIBILITY.md"
 PIN = "2.13.0"  # the pinned release; `make test` proves its outputs (tests/test_packaging.py)
 
-#: The releases tried, oldest first, and why each is in the list. The first is the floor that
+#: The Python the course's pins are made on (the runs without "on Python ...").
+COURSE_PYTHON = "3.11"
+_ON_PYTHON = " on Python "
+#: The runs, oldest torch first, and why each is in the list. The first is the floor that
 #: pyproject.toml states (tests/test_compat.py checks that they agree).
 VERSIONS = {
     "2.4.1": "the oldest release claimed (pyproject.toml's floor)",
     "2.11.0": "Colab's (googlecolab/backend-info, 2026-08)",
     "2.12.1": "the release before the pin",
     "2.15.0": "the newest release",
+    "2.15.0 on Python 3.13": (
+        "the newest release on the newest Python this machine has (its wheels reach Python 3.15 "
+        "on PyPI; pyenv here offers 3.12 and 3.13); 3.13 is also Colab's Python"
+    ),
 }
 COLAB_VERSION = "2.11.0"
+#: Colab's Python (googlecolab/backend-info, 2026-08: Python 3.13): the Colab emulation runs on it.
+COLAB_PYTHON = "3.13"
 #: What Colab ships that matters here (googlecolab/backend-info, 2026-08), besides its torch.
 COLAB_PACKAGES = [
     "ipywidgets==7.7.1",
@@ -89,6 +101,49 @@ GENERATED = (
 
 class CompatError(RuntimeError):
     """An environment could not be made; the message says why and what to try."""
+
+
+def torch_of(run: str) -> str:
+    """The torch release of a run: "2.15.0 on Python 3.13" -> "2.15.0"."""
+    return run.split(_ON_PYTHON)[0]
+
+
+def python_of(run: str) -> str:
+    """The Python of a run: "2.15.0 on Python 3.13" -> "3.13"; "2.4.1" -> COURSE_PYTHON."""
+    return run.split(_ON_PYTHON)[1] if _ON_PYTHON in run else COURSE_PYTHON
+
+
+def find_python(version: str) -> Path:
+    """The interpreter of Python `version` ("3.13"): this one when it is that version, else
+    pyenv's newest 3.13.x, else `python3.13` on PATH, whichever runs and says it is that version
+    (pyenv's shim on PATH may not). Raises CompatError saying how to get it."""
+    import shutil
+
+    if f"{sys.version_info.major}.{sys.version_info.minor}" == version:
+        return Path(sys.executable)
+    pyenv = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"
+    candidates = sorted(
+        pyenv.glob(f"{version}.*/bin/python"),
+        key=lambda p: [int(x) for x in re.findall(r"\d+", p.parts[-3])],
+        reverse=True,
+    )
+    on_path = shutil.which(f"python{version}")
+    for candidate in [*candidates, *([Path(on_path)] if on_path else [])]:
+        said = _run([str(candidate), "-c", "import sys; print(*sys.version_info[:2], sep='.')"], 60)
+        if said.returncode == 0 and said.stdout.strip() == version:
+            return candidate
+    raise CompatError(
+        f"Python {version} is not on this machine (none in {pyenv}, no working python{version} "
+        f"on PATH): install it (`pyenv install {version}`, or your system's python{version} "
+        "package), or leave its runs out with --versions"
+    )
+
+
+def env_home(run: str, prefix: str = "torch") -> Path:
+    """The cached environment of a run: .compat/torch-2.4.1, .compat/torch-2.15.0-py3.13."""
+    python = python_of(run)
+    suffix = "" if python == COURSE_PYTHON else f"-py{python}"
+    return HOME / f"{prefix}-{torch_of(run)}{suffix}"
 
 
 # --- what the table records -------------------------------------------------------------------
@@ -139,7 +194,7 @@ def render_table(results: list[VersionResult], when: str, where: str) -> str:
     """COMPATIBILITY.md: notebooks × releases, the unit tests, the Colab emulation, the failures."""
     head = ["notebook", "code hash", *(f"torch {r.version}" for r in results)]
     lines = [
-        "# Compatibility: the course on other torch releases",
+        "# Compatibility: the course on other torch releases and Pythons",
         "",
         GENERATED,
         "",
@@ -208,7 +263,8 @@ def _colab_cell(result: VersionResult) -> str:
         return "—"
     ok = all(r.ok for r in result.colab)
     seconds = sum(r.seconds for r in result.colab)
-    return f"{'pass' if ok else 'FAIL'} ({len(result.colab)} notebooks, {seconds:.0f} s)"
+    verdict = "pass" if ok else "FAIL"
+    return f"{verdict} ({len(result.colab)} notebooks, {seconds:.0f} s, Python {COLAB_PYTHON})"
 
 
 _ROW = re.compile(
@@ -276,14 +332,20 @@ def _torch_version(python: Path) -> str:
 
 
 def make_env(
-    home: Path, version: str, extra: list[str], index: str | None, pinned: bool = True
+    home: Path,
+    version: str,
+    extra: list[str],
+    index: str | None,
+    pinned: bool = True,
+    interpreter: str = COURSE_PYTHON,
 ) -> Path:
-    """A virtual environment at `home` with torch `version`, then `extra` (pip arguments), at the
-    versions in constraints.txt when `pinned`. Cached: torch is installed once, and `extra` again
-    only when it or the pins change."""
+    """A virtual environment at `home`, made by Python `interpreter`, with torch `version`, then
+    `extra` (pip arguments), at the versions in constraints.txt when `pinned`. Cached: torch is
+    installed once, and `extra` again only when it or the pins change."""
     python = home / "bin" / "python"
     if not python.exists():
-        _check(_run([sys.executable, "-m", "venv", str(home)], 600), f"creating {home}")
+        maker = str(find_python(interpreter))
+        _check(_run([maker, "-m", "venv", str(home)], 600), f"creating {home}")
     if _torch_version(python).split("+")[0] != version:
         print(f"  installing torch {version} into {home.relative_to(ROOT)} ...", flush=True)
         done = _run([str(python), "-m", "pip", *torch_install_args(version, index)], 3600)
@@ -401,7 +463,8 @@ def try_version(
 ) -> VersionResult:
     """Everything `make compat` does for one torch release (`unit`: with the unit tests)."""
     result = VersionResult(version)
-    python = make_env(HOME / f"torch-{version}", version, ["-e", ".[dev]"], index)
+    torch, interpreter = torch_of(version), python_of(version)
+    python = make_env(env_home(version), torch, ["-e", ".[dev]"], index, interpreter=interpreter)
     result.torch = _torch_version(python)
     print(f"torch {result.torch}: notebooks", flush=True)
     result.notebooks = run_notebooks(python, notebooks)
@@ -413,7 +476,12 @@ def try_version(
     if colab and version == COLAB_VERSION:
         print(f"torch {result.torch}: Colab emulation", flush=True)
         colab_python = make_env(
-            HOME / f"colab-torch-{version}", version, COLAB_PACKAGES, index, pinned=False
+            env_home(f"{version}{_ON_PYTHON}{COLAB_PYTHON}", prefix="colab-torch"),
+            torch,
+            COLAB_PACKAGES,
+            index,
+            pinned=False,
+            interpreter=COLAB_PYTHON,
         )
         start_like_a_new_colab_runtime(colab_python)
         result.colab = run_notebooks(colab_python, notebooks, fake_colab=True)

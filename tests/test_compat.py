@@ -31,8 +31,7 @@ def test_table_was_made_from_the_notebooks_code_as_it_is_now(table):
     assert not stale, (
         "these notebooks' code changed after COMPATIBILITY.md was made, so nobody has run them on "
         "the other torch releases: run `make compat` (CONTRIBUTING.md: Compatibility runs) and "
-        "commit the table: "
-        + "; ".join(stale)
+        "commit the table: " + "; ".join(stale)
     )
     assert set(table["hashes"]) == {p.name for p in NOTEBOOKS}
 
@@ -47,13 +46,14 @@ def test_every_release_in_the_table_passed_everything(table):
     assert all(c.startswith("pass: ") and " passed" in c for c in table["unit"]), table["unit"]
     colab = dict(zip(table["versions"], table["colab"], strict=True))
     assert colab[compat.COLAB_VERSION].startswith("pass ("), colab
+    assert colab[compat.COLAB_VERSION].endswith(f", Python {compat.COLAB_PYTHON})"), colab
 
 
 def test_pyproject_floor_is_the_oldest_release_tried(table):
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     floors = [d.split("#")[0].strip() for d in project["dependencies"] if d.startswith("torch>=")]
     assert floors == [f"torch>={table['versions'][0]}"]
-    as_numbers = [tuple(map(int, v.split("."))) for v in table["versions"]]
+    as_numbers = [tuple(map(int, compat.torch_of(v).split("."))) for v in table["versions"]]
     assert as_numbers == sorted(as_numbers), "oldest first"
 
 
@@ -145,10 +145,45 @@ def test_table_round_trip_and_failures_listed():
 
 
 def test_versions_are_listed_oldest_first_with_colabs_among_them():
-    numbers = [tuple(map(int, v.split("."))) for v in compat.VERSIONS]
+    numbers = [tuple(map(int, compat.torch_of(v).split("."))) for v in compat.VERSIONS]
     assert numbers == sorted(numbers)
     assert compat.COLAB_VERSION in compat.VERSIONS
-    assert compat.PIN not in compat.VERSIONS  # the pin is proven by make test itself
+    assert compat.PIN not in map(compat.torch_of, compat.VERSIONS)  # make test proves the pin
+
+
+def test_the_newest_release_also_runs_on_colabs_python_or_a_newer_one():
+    newest = compat.torch_of(list(compat.VERSIONS)[-1])
+    pythons = {compat.python_of(v) for v in compat.VERSIONS if compat.torch_of(v) == newest}
+    assert compat.COURSE_PYTHON in pythons
+
+    def number(version):
+        return tuple(map(int, version.split(".")))
+
+    assert max(map(number, pythons)) >= number(compat.COLAB_PYTHON)
+
+
+@pytest.mark.parametrize(
+    ("run", "torch", "python", "home"),
+    [
+        ("2.4.1", "2.4.1", "3.11", "torch-2.4.1"),
+        ("2.15.0 on Python 3.13", "2.15.0", "3.13", "torch-2.15.0-py3.13"),
+    ],
+)
+def test_a_run_names_its_torch_and_its_python(run, torch, python, home):
+    assert (compat.torch_of(run), compat.python_of(run)) == (torch, python)
+    assert compat.env_home(run) == compat.HOME / home
+
+
+def test_a_python_the_machine_lacks_is_named_with_how_to_get_it(monkeypatch, tmp_path):
+    monkeypatch.setenv("PYENV_ROOT", str(tmp_path))
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(compat.CompatError, match=r"Python 3\.99 is not on this machine.*pyenv"):
+        compat.find_python("3.99")
+
+
+def test_the_colab_emulation_says_its_python():
+    run = compat.VersionResult("2.11.0", colab=[compat.NotebookResult("00_x.ipynb", True, 2.0)])
+    assert compat._colab_cell(run) == f"pass (1 notebooks, 2 s, Python {compat.COLAB_PYTHON})"
 
 
 def test_unit_tests_run_by_compat_are_every_test_file_but_the_named_exceptions():

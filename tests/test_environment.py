@@ -7,7 +7,7 @@ from tests import compat
 
 
 def test_tested_range_is_the_compatibility_runs_oldest_and_newest():
-    oldest, *_, newest = compat.VERSIONS
+    oldest, *_, newest = map(compat.torch_of, compat.VERSIONS)
     assert environment.TORCH_TESTED == (oldest, newest)
 
 

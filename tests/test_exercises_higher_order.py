@@ -1,5 +1,6 @@
 """Checkers of notebook 09: right answers pass, typical wrong answers get a specific message."""
 
+import contextlib
 import warnings
 
 import pytest
@@ -165,6 +166,17 @@ def test_hvp_returning_or_building_the_hessian():
     assert torch.func.jacrev.__module__ != "helpers.exercises.higher_order"  # put back
 
 
+@contextlib.contextmanager
+def _torch_func_first_use():
+    """torch.func's first use in a process may warn that torch.jit.script is deprecated: a
+    DeprecationWarning before torch 2.15, a FutureWarning from 2.15 (seen on 2.15.0). pytest makes
+    warnings errors; a learner only sees the line."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        warnings.filterwarnings("ignore", message=".*torch.jit.script.*", category=FutureWarning)
+        yield
+
+
 def test_hvp_building_the_hessian_however_written_is_caught():
     """Row by row (a stack of n gradients), or by a transform bound to a name before the checker
     could watch it: each makes an n×n tensor, and that is what the checker looks for."""
@@ -176,8 +188,7 @@ def test_hvp_building_the_hessian_however_written_is_caught():
     def imported(f, x, v):
         return imported_hessian(f)(x.detach()) @ v
 
-    with warnings.catch_warnings():  # torch.func's first use may warn about torch.jit
-        warnings.simplefilter("ignore", DeprecationWarning)
+    with _torch_func_first_use():
         imported_result, rows_result = check_hvp(imported), check_hvp(rows)
     assert rows_result.messages == [
         "the numbers are right, but a 4×4 tensor was made along the way (the first one by "
@@ -192,8 +203,7 @@ def test_hvp_forward_over_reverse_and_vhp_pass():
     def forward_over_reverse(f, x, v):
         return torch.func.jvp(torch.func.grad(f), (x.detach(),), (v,))[1]
 
-    with warnings.catch_warnings():  # torch.func's first use may warn about torch.jit
-        warnings.simplefilter("ignore", DeprecationWarning)
+    with _torch_func_first_use():
         assert check_hvp(forward_over_reverse).ok
         assert check_hvp(lambda f, x, v: torch.autograd.functional.vhp(f, x, v)[1]).ok
 
