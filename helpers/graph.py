@@ -9,6 +9,8 @@ plain-text rendering (plus what to install) when the `dot` program is missing.
 from __future__ import annotations
 
 import functools
+import html
+import re
 import shutil
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -30,6 +32,7 @@ __all__ = [
     "missing_dot_message",
     "picture_bundle",
     "show_graph",
+    "svg_titled",
 ]
 
 SAVED_PREFIX = "_saved_"
@@ -291,7 +294,21 @@ def picture_bundle(picture: graphviz.Digraph, text: str) -> dict[str, str]:
     except graphviz.CalledProcessError as err:
         first = str(err).splitlines()[0]  # never empty: "Command '...' returned non-zero ..."
         return {"text/plain": f"Graph picture failed ({first}); as text:\n\n{text}"}
-    return {"image/svg+xml": svg, "text/plain": text}
+    return {"image/svg+xml": svg_titled(svg, text), "text/plain": text}
+
+
+_SVG_ROOT = re.compile(r"<svg\b[^>]*>")
+
+
+def svg_titled(svg: str, text: str) -> str:
+    """The SVG with `text` as its title (its first child): what the picture shows, for a screen
+    reader or a viewer's tooltip wherever the SVG is opened on its own (the site's pictures take
+    the same text as their `alt`)."""
+    root = _SVG_ROOT.search(svg)
+    if root is None:
+        return svg
+    title = f"<title>{html.escape(text.strip(), quote=False)}</title>"
+    return svg[: root.end()] + title + svg[root.end() :]
 
 
 def graph_text(data: GraphData) -> str:

@@ -40,6 +40,7 @@ from helpers.explorers import (
     explore_graph,
     optimizer_run,
 )
+from helpers.graph import svg_titled
 from helpers.language import say
 from helpers.params import redraw_diff_figure
 from helpers.widget_pictures import figure_html, graph_html, snapshot_svg, table_html
@@ -104,7 +105,7 @@ class LiveWidget:
             "text/plain": self.snapshot_text,
         }
         if self.snapshot_svg is not None:
-            bundle["image/svg+xml"] = self.snapshot_svg
+            bundle["image/svg+xml"] = svg_titled(self.snapshot_svg, self.snapshot_text)
         if self.snapshot_html is not None:
             bundle["text/html"] = self.snapshot_html
         return bundle

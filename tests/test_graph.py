@@ -551,3 +551,13 @@ def test_a_chinese_edition_graph_speaks_chinese_in_a_chinese_face():
     assert "backward function" not in legend and "[freed]" not in chinese.source
     assert f'fontname="{graph_module.CHINESE_NODE_FONT}"' in chinese.source
     assert "Noto Sans Mono CJK SC" not in english.source and "[freed]" in english.source
+
+
+def test_a_graph_picture_carries_its_text_form_as_its_title():
+    graph = show_graph(torch.ones(2, requires_grad=True).exp().sum())
+    bundle = graph._repr_mimebundle_()
+    svg, text = bundle["image/svg+xml"], bundle["text/plain"]
+    root = re.search(r"<svg\b[^>]*>", svg)
+    title = re.match(r"<title>([^<]*)</title>", svg[root.end() :])
+    assert title and title[1] == text.strip().replace("<", "&lt;").replace(">", "&gt;")
+    assert graph_module.svg_titled("<p>no picture</p>", "x") == "<p>no picture</p>"

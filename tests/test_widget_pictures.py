@@ -54,3 +54,13 @@ def test_a_chinese_title_is_as_wide_as_it_is_drawn_and_set_in_a_chinese_font():
     fonts = [f.strip() for f in widget_pictures.TEXT_FONTS.split(",")]
     assert fonts.index("Noto Sans CJK SC") < fonts.index("monospace")
     assert f'font-family="{widget_pictures.TEXT_FONTS}"' in chinese
+
+
+def test_a_widgets_snapshot_carries_its_text_form_as_its_title():
+    from types import SimpleNamespace
+
+    from helpers.widgets import LiveWidget
+
+    live = LiveWidget(SimpleNamespace(model_id="m"), text="Lab: lr=0.1", svg=snapshot_svg("a"))
+    svg = live._repr_mimebundle_()["image/svg+xml"]
+    assert svg.startswith("<svg") and "><title>Lab: lr=0.1</title><rect" in svg
