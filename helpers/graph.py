@@ -62,6 +62,9 @@ LEGEND = ("output", "function", "leaf", "saved", "freed", "view_base")
 #: The graph's font in a Chinese edition: the same monospace face for Latin, then a Simplified
 #: Chinese one, so that a browser never draws the Chinese words in a Japanese face.
 CHINESE_NODE_FONT = "DejaVu Sans Mono,Noto Sans Mono CJK SC,monospace"
+#: The title's font: sans-serif, and in a Chinese edition a Simplified Chinese face first in line.
+TITLE_FONT = "sans-serif"
+CHINESE_TITLE_FONT = "DejaVu Sans,Noto Sans CJK SC,sans-serif"
 
 
 def legend_text(kind: str) -> str:
@@ -72,6 +75,11 @@ def legend_text(kind: str) -> str:
 def node_font() -> str:
     """The nodes' font: NODE_ATTR's monospace, and a Chinese face first in line in Chinese."""
     return CHINESE_NODE_FONT if language() == "zh" else NODE_ATTR["fontname"]
+
+
+def title_font() -> str:
+    """The title's font (the stepper's titles speak the edition's language)."""
+    return CHINESE_TITLE_FONT if language() == "zh" else TITLE_FONT
 
 
 @dataclass(frozen=True)
@@ -374,7 +382,7 @@ class AutogradGraph(graphviz.Digraph):
             graph_attr={  # spacing and font only: checked by looking at the picture
                 "ranksep": "0.25",  # pragma: no mutate
                 "nodesep": "0.2",  # pragma: no mutate
-                "fontname": "sans-serif",  # pragma: no mutate
+                "fontname": title_font(),
             },
         )
         self.data = data

@@ -550,6 +550,7 @@ def test_a_chinese_edition_graph_speaks_chinese_in_a_chinese_face():
     assert "反向函数（grad_fn）" in legend and "[已释放]" in chinese.source
     assert "backward function" not in legend and "[freed]" not in chinese.source
     assert f'fontname="{graph_module.CHINESE_NODE_FONT}"' in chinese.source
+    assert f'fontname="{graph_module.CHINESE_TITLE_FONT}"' in chinese.source
     assert "Noto Sans Mono CJK SC" not in english.source and "[freed]" in english.source
 
 
