@@ -18,7 +18,7 @@ import torch
 
 from helpers.checks import clean_message
 from helpers.display import Table
-from helpers.graph import AutogradGraph, GraphData, GraphNode, autograd_graph
+from helpers.graph import AutogradGraph, GraphData, GraphNode, autograd_graph, freed_label
 from helpers.language import say
 from helpers.state import describe_grad
 
@@ -182,8 +182,7 @@ def _frame_data(
     for n in record.data.nodes:
         if n.id in freed_saved:
             head = n.label.split("\n")[0]
-            freed_label = say("common", "graph.freed")
-            nodes.append(GraphNode(n.id, "freed", f"{head}\n{freed_label}", n.shape))
+            nodes.append(GraphNode(n.id, "freed", freed_label(head), n.shape))
         elif n.id in grads_known:
             nodes.append(GraphNode(n.id, n.kind, f"{n.label}\ngrad = {grads_known[n.id]}", n.shape))
         else:

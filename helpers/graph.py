@@ -72,6 +72,11 @@ def legend_text(kind: str) -> str:
     return say("common", f"graph.legend_{kind}")
 
 
+def freed_label(name: str) -> str:
+    """A freed saved tensor's node label: its name, then "[freed]" in the learner's language."""
+    return f"{name}\n{say('common', 'graph.freed')}"
+
+
 def node_font() -> str:
     """The nodes' font: NODE_ATTR's monospace, and a Chinese face first in line in Chinese."""
     return CHINESE_NODE_FONT if language() == "zh" else NODE_ATTR["fontname"]
@@ -223,8 +228,7 @@ class _Builder:
                 value = getattr(fn, attr)
             except RuntimeError:  # freed by a backward() without retain_graph
                 marker = ("freed", fn_id, name)
-                freed = say("common", "graph.freed")
-                node_id = self.add_node(marker, "freed", f"{name}\n{freed}")
+                node_id = self.add_node(marker, "freed", freed_label(name))
                 self.data.edges.append(GraphEdge(fn_id, node_id, "saved"))
                 continue
             items = [(name, value)] if isinstance(value, torch.Tensor) else []

@@ -359,8 +359,11 @@ def picture_alternative(text: str) -> str:
     if not lines:
         return ""
     said = lines[0]
-    for line in lines[1:]:
-        said += " " if said.endswith((".", ":", ";")) else (": " if said is lines[0] else ", ")
+    for k, line in enumerate(lines[1:]):
+        if said.endswith((".", ":", ";")):
+            said += " "
+        else:  # the first line is the summary, the rest a list
+            said += ": " if k == 0 else ", "
         said += line
     return said
 

@@ -127,24 +127,30 @@ def test_outputs_may_differ_only_by_translation_with_the_same_numbers(folder):
     ]
 
 
-def test_a_snapshot_may_translate_its_text_but_not_its_numbers_or_pictures(folder):
+def _twin_picture(folder, svg: str, **english_parts):
+    """A course whose English cell 4 shows `svg` filled with `english_parts`, and its twin; a
+    function that gives the twin's picture other parts and returns what the check finds."""
     (folder.parent / "LIST.md").write_text("list")
-    svg = '<svg><text x="{x}">{words} 3</text><image href="data:image/png;base64,{png}"/></svg>'
     source = nbformat.read(english(folder), as_version=4)
     source.cells[3].outputs = [
-        nbformat.v4.new_output(
-            "display_data", data={"image/svg+xml": svg.format(x=10, words="steps", png="AAA")}
-        )
+        nbformat.v4.new_output("display_data", data={"image/svg+xml": svg.format(**english_parts)})
     ]
     nbformat.write(source, english(folder))
     twin = build_twin(english(folder))
     translate(twin, chinese(folder))
 
-    def snapshot(**parts):
+    def drawn(**parts):
         nb = nbformat.read(twin, as_version=4)
         nb.cells[3].outputs[0].data["image/svg+xml"] = svg.format(**parts)
         nbformat.write(nb, twin)
         return problems(english(folder))
+
+    return drawn
+
+
+def test_a_snapshot_may_translate_its_text_but_not_its_numbers_or_pictures(folder):
+    svg = '<svg><text x="{x}">{words} 3</text><image href="data:image/png;base64,{png}"/></svg>'
+    snapshot = _twin_picture(folder, svg, x=10, words="steps", png="AAA")
 
     where = "zh/01_a.ipynb cell 4 (c03), output 1"
     assert snapshot(x=14, words="步骤", png="AAA") == []
@@ -160,22 +166,8 @@ def test_a_snapshot_may_translate_its_text_but_not_its_numbers_or_pictures(folde
 
 
 def test_a_picture_may_name_other_fonts_and_nothing_else(folder):
-    (folder.parent / "LIST.md").write_text("list")
     svg = '<svg><g font-family="{font}"><text x="{x}">steps 3</text></g></svg>'
-    source = nbformat.read(english(folder), as_version=4)
-    picture = svg.format(font="monospace", x=10)
-    source.cells[3].outputs = [
-        nbformat.v4.new_output("display_data", data={"image/svg+xml": picture})
-    ]
-    nbformat.write(source, english(folder))
-    twin = build_twin(english(folder))
-    translate(twin, chinese(folder))
-
-    def drawn(**parts):
-        nb = nbformat.read(twin, as_version=4)
-        nb.cells[3].outputs[0].data["image/svg+xml"] = svg.format(**parts)
-        nbformat.write(nb, twin)
-        return problems(english(folder))
+    drawn = _twin_picture(folder, svg, font="monospace", x=10)
 
     assert drawn(font="DejaVu Sans Mono,Noto Sans Mono CJK SC,monospace", x=10) == []
     assert drawn(font="DejaVu Sans Mono,Noto Sans Mono CJK SC,monospace", x=12) == [

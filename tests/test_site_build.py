@@ -5,42 +5,27 @@ links that leave an edition, what a page changes in a notebook, and where the si
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
-import sys
 from pathlib import Path
 
 import pytest
 
 from helpers import course
+from tests.site_modules import load_site_module
 
 ROOT = Path(__file__).resolve().parent.parent
-SITE_DIR = ROOT / "site"
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
-
-
-def _load(name: str):
-    """A module of site/ (not a package: `site` is also the standard library's module)."""
-    path = list(sys.path)
-    sys.path.insert(0, str(SITE_DIR))  # build.py imports course_site
-    try:
-        spec = importlib.util.spec_from_file_location(f"site_{name}", SITE_DIR / f"{name}.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    finally:
-        sys.path[:] = path  # no `import build` or `import conf` elsewhere finds site/'s
-    return module
 
 
 @pytest.fixture(scope="module")
 def site():
-    return _load("course_site")
+    return load_site_module("course_site")
 
 
 @pytest.fixture(scope="module")
 def build():
-    return _load("build")
+    return load_site_module("build")
 
 
 def test_the_site_address_follows_the_one_repository_url():

@@ -11,17 +11,16 @@ within its bound. Pictures of a few pages: .artifacts/screenshots/pdf-*.png.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import subprocess
-import sys
 import unicodedata
 from pathlib import Path
 
 import pytest
 
 from helpers.course import EDITIONS, HIDE_TAG, NOTEBOOKS, course_notebooks
+from tests.site_modules import load_site_module
 
 pytestmark = pytest.mark.browser
 
@@ -30,7 +29,6 @@ pdfium = pytest.importorskip("pypdfium2", reason="the PDF tests need pypdfium2 (
 TTFont = pytest.importorskip("fontTools.ttLib").TTFont
 
 ROOT = Path(__file__).resolve().parents[2]
-SITE = ROOT / "site"
 #: Pages per edition: the course is about 240 pages today. Fewer than the floor means content went
 #: missing; more than the ceiling, that something prints far larger than it should.
 PAGES = (180, 330)
@@ -42,27 +40,15 @@ PICTURE_FONTS = ["Liberation Sans"]
 PICTURES = {"en/first": 0, "en/chapter": 5, "zh/contents": 1, "zh/graph": 30}
 
 
-def _load(name: str):
-    path = list(sys.path)
-    sys.path[:0] = [str(SITE), str(ROOT)]
-    try:
-        spec = importlib.util.spec_from_file_location(f"site_{name}", SITE / f"{name}.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    finally:
-        sys.path[:] = path
-    return module
-
-
 @pytest.fixture(scope="module")
 def pdf_module():
-    return _load("pdf")
+    return load_site_module("pdf")
 
 
 @pytest.fixture(scope="module")
 def books(tmp_path_factory, browser, pdf_module) -> dict:
     out = tmp_path_factory.mktemp("book")
-    build = _load("build")
+    build = load_site_module("build")
     build.build(out / "site")
     return pdf_module.build_pdfs(out / "site", out / "pdf", browser=browser)
 
@@ -228,8 +214,8 @@ def test_the_book_has_a_bounded_size_and_its_pages_look_printed(books, screensho
 
 
 def test_the_readmes_and_the_site_link_both_books(pdf_module):
-    course_site = _load("course_site")
-    build = _load("build")
+    course_site = load_site_module("course_site")
+    build = load_site_module("build")
     for edition in EDITIONS:
         url = course_site.book_url(edition)
         assert url.endswith("/" + pdf_module.book_name(edition)), url

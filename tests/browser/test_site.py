@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import functools
 import html
-import importlib.util
 import json
 import re
 import subprocess
@@ -44,6 +43,7 @@ from helpers.course import (
 )
 from tests.ci import skip_or_fail
 from tests.compat import PIN  # the torch release the committed outputs come from
+from tests.site_modules import load_site_module
 
 pytestmark = pytest.mark.browser
 
@@ -103,31 +103,6 @@ def page_path(page_id: str) -> str:
     edition, page = page_id.split("/")
     sub = EDITIONS[edition]
     return f"{sub}/{page}.html" if sub else f"{page}.html"
-
-
-def _load_build_module():
-    """site/build.py as a module (site/ is no package: `site` is a standard library module)."""
-    path = list(sys.path)
-    try:
-        spec = importlib.util.spec_from_file_location("course_site_build", BUILD)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)  # it puts site/ on sys.path, for course_site
-    finally:
-        sys.path[:] = path
-    return module
-
-
-def _load_course_site():
-    """site/course_site.py as a module, as build.py imports it."""
-    _load_build_module()
-    path = list(sys.path)
-    try:
-        sys.path.insert(0, str(BUILD.parent))
-        import course_site
-
-        return course_site
-    finally:
-        sys.path[:] = path
 
 
 @pytest.fixture(scope="session")
@@ -332,7 +307,7 @@ def test_the_site_builds_both_editions_quickly_with_every_notebook(site_build):
 
 
 def test_the_staged_notebooks_keep_every_committed_source_and_output(site_build):
-    build = _load_build_module()
+    build = load_site_module("build")
     for edition in EDITIONS:
         for path in course_notebooks(NOTEBOOKS / EDITIONS[edition]):
             committed = json.loads(path.read_text(encoding="utf-8"))
@@ -539,7 +514,7 @@ PICTURE_ALTERNATIVES = """() => Array.from(document.querySelectorAll('.bd-articl
 def test_every_picture_of_an_output_says_what_it_shows(site_build, reader, page_id):
     """Each picture's alternative is the text form of its output (`picture_alternative`), never
     empty and never the picture's file name."""
-    course_site = _load_course_site()
+    course_site = load_site_module("course_site")
     expected = course_site.picture_alternatives(staged_notebook(site_build, page_id))
     reader.open(page_path(page_id))
     pictures = reader.page.evaluate(PICTURE_ALTERNATIVES)
