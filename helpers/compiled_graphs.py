@@ -26,7 +26,7 @@ from typing import Any
 
 import graphviz
 
-from helpers.graph import COLOURS, NODE_ATTR, picture_bundle
+from helpers.graph import COLOURS, NODE_ATTR, node_font, picture_bundle, title_font
 
 __all__ = [
     "PARTITIONS",
@@ -138,11 +138,11 @@ class GraphPicture(graphviz.Digraph):
     def __init__(self, gm: Any, title: str, saved: Sequence[str] = ()) -> None:
         super().__init__(
             name="fx_graph",  # pragma: no mutate (graphviz's name for the picture)
-            node_attr=NODE_ATTR,  # pragma: no mutate (the course's node style, by eye)
+            node_attr={**NODE_ATTR, "fontname": node_font()},  # pragma: no mutate (by eye)
             graph_attr={  # spacing and font only: checked by looking at the picture
                 "ranksep": "0.25",  # pragma: no mutate
                 "nodesep": "0.2",  # pragma: no mutate
-                "fontname": "sans-serif",  # pragma: no mutate
+                "fontname": title_font(),  # pragma: no mutate
             },
         )
         self.attr(label=title, labelloc="t", fontsize="12")  # pragma: no mutate (by eye)

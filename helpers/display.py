@@ -2,15 +2,160 @@
 
 from __future__ import annotations
 
+import hashlib
 import html
 import io
+import json
+import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from functools import cache, wraps
 from typing import Any
 
-from helpers.language import phrase
+from helpers.language import language, phrase, say, say_in
 
-__all__ = ["Figure", "Stack", "Table", "text_columns"]
+__all__ = [
+    "FIGURE_FONTS",
+    "Figure",
+    "Stack",
+    "Table",
+    "chinese_font",
+    "data_fingerprint",
+    "figure_language",
+    "figure_words",
+    "text_columns",
+]
+
+#: Fonts with Simplified Chinese glyphs, the first one installed is used: Debian's and Ubuntu's
+#: fonts-noto-cjk, Adobe's name for the same face, then macOS's and Windows' own.
+CHINESE_FONTS = (
+    "Noto Sans CJK SC",
+    "Source Han Sans SC",
+    "Noto Sans SC",
+    "WenQuanYi Zen Hei",
+    "PingFang SC",
+    "Heiti SC",
+    "Microsoft YaHei",
+    "SimHei",
+)
+#: Font files that hold them, for a font installed after matplotlib made its font cache.
+_CHINESE_FONT_FILES = re.compile(
+    r"NotoSansCJK|SourceHanSans|NotoSansSC|wqy-zenhei|PingFang|STHeiti|msyh|simhei", re.I
+)
+#: A Chinese figure's font family: matplotlib's own face for Latin, Greek and the digits (as in
+#: the English figures), then a Chinese face for what it lacks.
+FIGURE_FONTS = ["DejaVu Sans"]
+
+
+@cache
+def chinese_font() -> str | None:
+    """The installed font matplotlib can draw Chinese with, or None."""
+    from matplotlib import font_manager
+
+    def installed() -> str | None:
+        names = {f.name for f in font_manager.fontManager.ttflist}
+        return next((n for n in CHINESE_FONTS if n in names), None)
+
+    found = installed()
+    if found is None:  # installed after matplotlib cached its font list: add the files
+        for path in font_manager.findSystemFonts():
+            if _CHINESE_FONT_FILES.search(path):
+                try:
+                    font_manager.fontManager.addfont(path)
+                except (OSError, RuntimeError, ValueError):
+                    continue
+        found = installed()
+    return found
+
+
+_said_no_font: list[bool] = []
+
+
+def figure_language() -> str:
+    """The language a figure's words are drawn in: the learner's, except that a Chinese figure
+    falls back to English (saying so once) where no font has Chinese glyphs."""
+    code = language()
+    if code == "zh" and chinese_font() is None:
+        if not _said_no_font:
+            _said_no_font.append(True)
+            print(say("common", "figures.no_chinese_font"))
+        return "en"
+    return code
+
+
+@contextmanager
+def figure_fonts(code: str | None = None) -> Iterator[None]:
+    """Inside, matplotlib makes text in the fonts of language `code` (default: the one figures
+    are drawn in now): for Chinese FIGURE_FONTS, then the Chinese face; for English, its
+    defaults, untouched."""
+    if (code or figure_language()) != "zh" or chinese_font() is None:
+        yield
+        return
+    import matplotlib
+
+    with matplotlib.rc_context({"font.family": [*FIGURE_FONTS, chinese_font()]}):
+        yield
+
+
+def drawn_in_language(build: Callable[..., Figure]) -> Callable[..., Figure]:
+    """Decorates a function that builds a Figure: its text is made in `figure_fonts`, so that
+    what measures text while building (tight_layout) measures the face that draws it."""
+
+    @wraps(build)
+    def built(*args: Any, **kwargs: Any) -> Figure:
+        with figure_fonts():
+            return build(*args, **kwargs)
+
+    return built
+
+
+def figure_words(key: str, /, **values: Any) -> str:
+    """The words `figures.<key>` of a figure (`helpers/text/*/common.toml`), in the language
+    the figure is drawn in (`figure_language`)."""
+    return say_in(figure_language(), "common", f"figures.{key}", **values)
+
+
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+
+
+def data_fingerprint(figure: Any) -> str:
+    """A short hash of what a figure shows, its words aside: every axes' limits, scales and
+    ticks; the data of its lines, images, patches and collections; and the numbers its texts
+    say. Two editions' pictures of one result have the same fingerprint."""
+    parts: list[Any] = []
+    for ax in figure.axes:
+        parts.append([ax.get_xlim(), ax.get_ylim(), ax.get_xscale(), ax.get_yscale()])
+        parts.append([list(ax.get_xticks()), list(ax.get_yticks())])
+        parts += [line.get_xydata().tolist() for line in ax.lines]
+        parts += [image.get_array().tolist() for image in ax.images]
+        parts += [
+            patch.get_patch_transform().transform(patch.get_path().vertices).tolist()
+            for patch in ax.patches
+        ]
+        parts += [c.get_offsets().tolist() for c in ax.collections]
+    parts.append(sorted(n for w in _words(figure) for n in _NUMBER.findall(w)))
+    text = json.dumps(parts, default=str, sort_keys=True, allow_nan=True)
+    text = re.sub(r"(\d+\.\d{6})\d+", r"\1", text)  # 6 decimals: the same on every machine
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _words(figure: Any) -> list[str]:
+    """The words a figure's code gave it: titles, axis labels, texts, legends (tick labels,
+    which matplotlib writes while drawing, are left out; the ticks' places are data)."""
+    words = [t.get_text() for t in figure.texts]
+    for ax in figure.axes:
+        words += [ax.get_title(loc) for loc in ("left", "center", "right")]
+        words += [ax.get_xlabel(), ax.get_ylabel(), *(t.get_text() for t in ax.texts)]
+        legend = ax.get_legend()
+        words += [t.get_text() for t in legend.get_texts()] if legend else []
+    return words
+
+
+def _is_text(artist: Any) -> bool:
+    from matplotlib.text import Text
+
+    return isinstance(artist, Text)
 
 
 def _cell_text(value: Any) -> str:
@@ -155,22 +300,30 @@ class Figure:
         self.description = description
         self.dpi = dpi
         self.tight = tight
+        self.language = figure_language()
         self._png: bytes | None = None
 
     def png(self) -> bytes:
-        """The figure as PNG bytes (no version metadata, so re-runs give equal bytes).
+        """The figure as PNG bytes (no version metadata, so re-runs give equal bytes), carrying
+        its `data_fingerprint` as the text chunk "Data".
 
-        Drawn once and kept: a figure shown in several places is rendered only once.
+        Drawn once and kept: a figure shown in several places is rendered only once. A Chinese
+        figure's words are drawn in FIGURE_FONTS and the installed Chinese face.
         """
         if self._png is None:
             buffer = io.BytesIO()
-            self.figure.savefig(
-                buffer,
-                format="png",
-                dpi=self.dpi,
-                bbox_inches="tight" if self.tight else None,
-                metadata={"Software": None},
-            )
+            with figure_fonts(self.language):
+                if self.language == "zh":  # text made outside figure_fonts (a redraw's)
+                    family = [*FIGURE_FONTS, chinese_font()]
+                    for text in self.figure.findobj(_is_text):
+                        text.set_fontfamily(family)
+                self.figure.savefig(
+                    buffer,
+                    format="png",
+                    dpi=self.dpi,
+                    bbox_inches="tight" if self.tight else None,
+                    metadata={"Software": None, "Data": data_fingerprint(self.figure)},
+                )
             self._png = buffer.getvalue()
         return self._png
 
@@ -180,7 +333,7 @@ class Figure:
         self.__dict__.pop("_widget_png", None)
 
     def __repr__(self) -> str:
-        return f"[figure: {self.description}]"
+        return say("common", "figures.shown", description=self.description)
 
     def _repr_mimebundle_(self, include=None, exclude=None, **_) -> dict[str, Any]:
         return {"image/png": self.png(), "text/plain": repr(self)}

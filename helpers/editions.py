@@ -7,7 +7,9 @@
     python -m helpers.editions english NOTEBOOK       output lines of a twin still in English prose
 
 A twin has the English notebook's cells, in the same order and with the same ids. Its code cells
-are copied from the English (translators never touch code); its Markdown cells are translations,
+are the English code, with its comments and printed strings said in Chinese (`helpers.code_text`:
+the twin's `metadata.translation.code` maps each English comment or string to its translation,
+and `make zh` puts them in, so the code itself cannot drift); its Markdown cells are translations,
 each marked with the hash of the English text it translates (`metadata.translation.en`), so a
 change to the English after its translation is found ("stale"). The twin is then executed
 (`make zh`): helpers speak Chinese there (`helpers.language`), so a quiz or a table heading reads
@@ -28,6 +30,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from helpers import code_text
 from helpers.course import (
     BADGE_TAG,
     EDITIONS,
@@ -55,6 +58,8 @@ __all__ = [
 EDITION = "zh"
 #: Where a twin's Markdown cell records the English it translates.
 TRANSLATION = "translation"
+#: Where a twin records its code's translated words: {English comment or string: Chinese}.
+CODE_WORDS = "code"
 #: Cells a command writes in each edition's language: never translated by hand.
 GENERATED_TAGS = {BADGE_TAG, TOC_TAG, GLOSSARY_TAG}
 _TITLE_LINE = re.compile(r"\A# @title .*\n?")
@@ -92,17 +97,45 @@ def _tags(cell) -> set[str]:
     return set(cell.get("metadata", {}).get("tags", []))
 
 
+def code_words(nb) -> dict[str, str]:
+    """A twin's translations of its code's comments and printed strings (English -> Chinese)."""
+    return dict(nb.metadata.get(TRANSLATION, {}).get(CODE_WORDS, {}))
+
+
+def _put_code_words(twin, english, words: dict[str, str]) -> None:
+    """Set each of a twin's code cells to its English code with `words` put in (its folded-cell
+    title line kept), keeping only the words some cell of the English still says."""
+    by_id = {c.get("id"): c for c in english.cells}
+    used: set[str] = set()
+    for cell in twin.cells:
+        source = by_id.get(cell.get("id"))
+        if cell.cell_type != "code" or SETUP_TAG in _tags(cell) or source is None:
+            continue
+        used |= {t.text for t in code_text.texts(source.source)} & words.keys()
+        title = _TITLE_LINE.match(cell.source)
+        code = code_text.apply(_TITLE_LINE.sub("", source.source), words)
+        cell.source = (title.group(0) if title else "") + code
+    kept = {e: words[e] for e in sorted(used)}
+    if kept:
+        twin.metadata.setdefault(TRANSLATION, {})[CODE_WORDS] = kept
+    else:
+        twin.metadata.get(TRANSLATION, {}).pop(CODE_WORDS, None)
+
+
 def build_twin(english: Path) -> Path:
     """Rebuild the twin of one English notebook: its cells, ids, code and outputs from the
     English; each Markdown cell's translation kept (by cell id) when the twin has one, else the
-    English text, unmarked (untranslated). Never changes a translation or its mark."""
+    English text, unmarked (untranslated); the code's translated comments and printed strings
+    put in where the English still says them. Never changes a translation or its mark."""
     import copy
 
     source = _read(english)
     path = twin_path(english)
-    kept = {}
+    kept, words = {}, {}
     if path.exists():
-        kept = {c.get("id"): c for c in _read(path).cells if c.cell_type == "markdown"}
+        old_twin = _read(path)
+        kept = {c.get("id"): c for c in old_twin.cells if c.cell_type == "markdown"}
+        words = code_words(old_twin)
     twin = copy.deepcopy(source)
     for cell in twin.cells:
         if cell.cell_type != "markdown" or _tags(cell) & GENERATED_TAGS:
@@ -111,6 +144,7 @@ def build_twin(english: Path) -> Path:
         if old is not None and TRANSLATION in old.metadata:
             cell.source = old.source
             cell.metadata[TRANSLATION] = dict(old.metadata[TRANSLATION])
+    _put_code_words(twin, source, words)
     _write(twin, path)
     sync_notebook(path)  # this edition's badges, setup cell, contents and folded-cell titles
     return path
@@ -118,7 +152,8 @@ def build_twin(english: Path) -> Path:
 
 def todo(path: Path) -> dict[str, dict[str, str]]:
     """The twin's Markdown cells that need a translator, by cell id: untranslated ones with their
-    English, stale ones with their English now and the translation to revise."""
+    English, stale ones with their English now and the translation to revise; and under "code",
+    the comments and printed strings of its code not translated yet (each mapped to "")."""
     twin, english = _read(path), _read(english_twin(path))
     wanted = {}
     by_id = {c.get("id"): c for c in english.cells}
@@ -135,15 +170,45 @@ def todo(path: Path) -> dict[str, dict[str, str]]:
                 "english": source,
                 "translation": cell.source,
             }
+    words = code_words(twin)
+    missing = {
+        piece: ""
+        for cell in english.cells
+        if cell.cell_type == "code" and SETUP_TAG not in _tags(cell)
+        for piece in code_text.untranslated(cell.source, words)
+    }
+    if missing:
+        wanted[CODE_WORDS] = missing
     return wanted
 
 
 def translate(path: Path, translations: dict[str, str]) -> list[str]:
     """Put translations (cell id -> Chinese Markdown) into a twin, each marked with the English
-    text it translates now. Returns the ids it changed; unknown ids and code cells are refused."""
+    text it translates now, and under "code" translations of its code's comments and printed
+    strings (English -> Chinese). Returns what it changed; unknown ids, code cells and words no
+    cell says are refused, and so is a translation that is not a comment or a string."""
     twin, english = _read(path), _read(english_twin(path))
     by_id = {c.get("id"): c for c in english.cells}
     cells = {c.get("id"): c for c in twin.cells}
+    translations = dict(translations)
+    words = translations.pop(CODE_WORDS, {})
+    if words:
+        said = {
+            t.text
+            for c in english.cells
+            if c.cell_type == "code" and SETUP_TAG not in _tags(c)
+            for t in code_text.texts(c.source)
+        }
+        unknown = sorted(set(words) - said)
+        if unknown:
+            raise KeyError(f"{path.name}: no cell of its code says {unknown[0]!r}")
+        wrong = [f"{e!r} -> {z!r}" for e, z in words.items() if not code_text.same_kind(e, z)]
+        if wrong:
+            raise ValueError(
+                f"{path.name}: a comment must stay one comment, a string one string literal "
+                f"with the same {{fields}}: {wrong[0]}"
+            )
+        _put_code_words(twin, english, {**code_words(twin), **words})
     for cell_id, text in translations.items():
         cell = cells.get(cell_id)
         if cell is None:
@@ -153,7 +218,7 @@ def translate(path: Path, translations: dict[str, str]) -> list[str]:
         cell.source = text
         cell.metadata[TRANSLATION] = {"en": english_hash(by_id[cell_id].source)}
     _write(twin, path)
-    return list(translations)
+    return list(translations) + ([CODE_WORDS] if words else [])
 
 
 def _code_of(cell) -> str:
@@ -173,6 +238,39 @@ def _text_of(output: dict[str, Any]) -> dict[str, str]:
 #: An SVG's font names: the Chinese edition's pictures name a Chinese face after the English ones.
 _FONT = re.compile(r'\bfont-family="[^"]*"')
 _EMBEDDED = re.compile(r"data:image/[a-z]+;base64,[A-Za-z0-9+/=]+")
+
+
+def _png_data(picture: str) -> str | None:
+    """The data fingerprint a course PNG carries (its "Data" text chunk), from base64 or a
+    data: URL; None for anything else."""
+    import base64
+    import binascii
+    import struct
+
+    try:
+        png = base64.b64decode(picture.rpartition(",")[2].replace("\n", ""))
+    except (binascii.Error, ValueError):
+        return None
+    if not png.startswith(b"\x89PNG"):
+        return None
+    at = 8
+    while at + 8 <= len(png):
+        (length,), kind = struct.unpack(">I", png[at : at + 4]), png[at + 4 : at + 8]
+        if kind == b"tEXt":
+            key, _, value = png[at + 8 : at + 8 + length].partition(b"\0")
+            if key == b"Data":
+                return value.decode("latin-1")
+        at += 12 + length
+    return None
+
+
+def _same_picture(ours: str, english: str) -> bool:
+    """Whether a twin's picture is the English one: the same bytes, or a figure drawn from the
+    same data in other words (both carry the same `helpers.display.data_fingerprint`)."""
+    if ours == english:
+        return True
+    fingerprint = _png_data(ours)
+    return fingerprint is not None and fingerprint == _png_data(english)
 
 
 def _svg_text(svg: str) -> str:
@@ -219,11 +317,15 @@ def _compare_outputs(where: str, english: list, twin: list) -> list[str]:
             if mime == "image/svg+xml" and _FONT.sub("", text) == _FONT.sub("", theirs):
                 continue  # the same picture, in the Chinese edition's fonts
             if mime == "image/svg+xml" and _CJK.search(text):  # its words translated
-                if _EMBEDDED.findall(text) != _EMBEDDED.findall(theirs):
+                pictures = zip(_EMBEDDED.findall(text), _EMBEDDED.findall(theirs), strict=False)
+                if len(_EMBEDDED.findall(text)) != len(_EMBEDDED.findall(theirs)) or not all(
+                    _same_picture(ours, english) for ours, english in pictures
+                ):
                     found.append(f"{here}: a picture inside its snapshot is not the English")
                 text, theirs = _svg_text(text), _svg_text(theirs)
             elif mime in IMAGES:
-                found.append(f"{here}: its picture ({mime}) is not the English")
+                if not _same_picture(text, theirs):
+                    found.append(f"{here}: its picture ({mime}) is not the English")
                 continue
             if not _CJK.search(text):
                 found.append(f"{here}: {mime} differs from the English, and not by a translation")
@@ -270,6 +372,12 @@ def problems(english: Path) -> list[str]:
         return [f"{english.name}: no Chinese twin ({path.relative_to(NOTEBOOKS.parent)}); make zh"]
     source, twin = _read(english), _read(path)
     found = []
+    words = code_words(twin)
+    found += [
+        f"zh/{path.name}: {e!r} is translated as {z!r}, not as one comment or string"
+        for e, z in words.items()
+        if not code_text.same_kind(e, z)
+    ]
     ids_a = [(c.get("id"), c.cell_type) for c in source.cells]
     ids_b = [(c.get("id"), c.cell_type) for c in twin.cells]
     if ids_a != ids_b:
@@ -280,8 +388,19 @@ def problems(english: Path) -> list[str]:
             if SETUP_TAG in _tags(a):
                 if b.source != setup_cell_source(EDITION):
                     found.append(f"{where}: the setup cell is stale; make zh")
-            elif _code_of(a) != _code_of(b):
+            elif not code_text.same_code(_code_of(a), _code_of(b)):
                 found.append(f"{where}: its code differs from the English; make zh")
+            elif _code_of(b) != _TITLE_LINE.sub("", code_text.apply(a.source, words)):
+                found.append(
+                    f"{where}: its comments or printed strings are not its translations; make zh"
+                )
+            else:
+                missing = code_text.untranslated(a.source, words)
+                if missing:
+                    found.append(
+                        f"{where}: {len(missing)} comment(s) or printed string(s) untranslated: "
+                        f"{missing[0]}"
+                    )
             if not a.source.startswith(IGNORE_OUTPUT):
                 found += _compare_outputs(where, a.get("outputs", []), b.get("outputs", []))
             continue
@@ -338,7 +457,10 @@ def main(argv: list[str]) -> int:
         return 0
     if command == "translate" and len(args) == 2:
         translations = json.loads(Path(args[1]).read_text(encoding="utf-8"))
-        print(f"translated {len(translate(Path(args[0]), translations))} cell(s)")
+        changed = translate(Path(args[0]), translations)
+        cells = [c for c in changed if c != CODE_WORDS]
+        words = len(translations.get(CODE_WORDS, {}))
+        print(f"translated {len(cells)} Markdown cell(s), {words} comment(s) or printed string(s)")
         return 0
     if command == "english" and len(args) == 1:
         print("\n".join(english_in_outputs(Path(args[0]))))

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import graphviz
 import torch
 
-from helpers.language import language, say
+from helpers.language import language, phrase, say
 from helpers.naming import named_tensors
 from helpers.shapes import shape_text
 
@@ -174,7 +174,8 @@ class _Builder:
         shown = self.names.get(id(t), "")
         if name:
             shown = f"{name} = {shown}" if shown else name
-        return f"{shown}\n{shape_text(t)}" if shown else shape_text(t)
+        shape = phrase(None, shape_text(t))  # "scalar" in the learner's language
+        return f"{shown}\n{shape}" if shown else shape
 
     def add_root(self, t: torch.Tensor) -> None:
         if id(t) in self._ids:

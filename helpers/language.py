@@ -37,6 +37,7 @@ __all__ = [
     "phrase",
     "placeholders",
     "say",
+    "say_in",
     "set_language",
     "table",
     "translated_table",
@@ -127,8 +128,14 @@ def translated_table(name: str, dotted: str, code: str | None = None) -> dict[st
 def say(file: str, key: str, /, **values: Any) -> str:
     """The message `key` of text file `file` in the current language, its `{placeholders}`
     filled from `values` (e.g. say("03_detach_and_clone", "feedback.not_shared", name="b"))."""
+    return say_in(language(), file, key, **values)
+
+
+def say_in(code: str, file: str, key: str, /, **values: Any) -> str:
+    """`say` in language `code` rather than the current one (a figure drawn in English where no
+    font has the current language's glyphs)."""
     section, _, leaf = key.rpartition(".")
-    strings = translated_table(file, section) if section else _file("en", file)
+    strings = translated_table(file, section, code) if section else _file("en", file)
     if leaf not in strings or not isinstance(strings[leaf], str):
         raise KeyError(f"helpers/text/en/{file}.toml has no string {key!r}")
     template = strings[leaf]

@@ -18,6 +18,7 @@ from typing import Any
 
 import torch
 
+from helpers.display import drawn_in_language
 from helpers.shapes import shape_text
 
 __all__ = ["RULE", "auc", "auc_figure", "binary_task"]
@@ -115,6 +116,7 @@ def binary_task(
     return x, y
 
 
+@drawn_in_language
 def auc_figure(curves: Mapping[str, Sequence[tuple[float, float]]]) -> Any:
     """Two panels, the norm attack's and the direction attack's AUC per step, a line per run.
 
@@ -122,24 +124,25 @@ def auc_figure(curves: Mapping[str, Sequence[tuple[float, float]]]) -> Any:
     """
     from matplotlib.figure import Figure as MplFigure
 
-    from helpers.display import Figure
+    from helpers.display import Figure, figure_words
+    from helpers.language import say
 
     if not curves or not all(len(c) for c in curves.values()):
         raise ValueError("curves needs at least one run with at least one step")
     fig = MplFigure(figsize=(9, 3.2))
     axes = fig.subplots(1, 2, sharey=True)
-    titles = ("norm attack: each row's length", "direction attack: cosine with a known positive")
+    titles = (figure_words("norm_attack"), figure_words("direction_attack"))
     for k, (ax, title) in enumerate(zip(axes, titles, strict=True)):
         for name, steps in curves.items():
             ax.plot(range(1, len(steps) + 1), [pair[k] for pair in steps], lw=1.5, label=name)
         ax.axhline(0.5, color="0.5", ls=":", lw=1)
         ax.set_title(title, fontsize=10)
-        ax.set_xlabel("training step")
+        ax.set_xlabel(figure_words("training_step"))
         ax.set_ylim(0, 1.02)
         ax.grid(alpha=0.3)
-    axes[0].set_ylabel("AUC (0.5: guessing)")
+    axes[0].set_ylabel(figure_words("auc_axis"))
     axes[0].legend(fontsize=8, loc="lower left", ncol=2)
     steps = max(len(c) for c in curves.values())
     return Figure(
-        fig, description=f"AUC per step of both attacks, {len(curves)} run(s), {steps} steps"
+        fig, description=say("common", "figures.auc_description", runs=len(curves), steps=steps)
     )

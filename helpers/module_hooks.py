@@ -17,7 +17,8 @@ from typing import Any
 
 from torch import Tensor, nn
 
-from helpers.display import Figure, Table
+from helpers.display import Figure, Table, drawn_in_language, figure_words
+from helpers.language import say
 
 __all__ = ["event_table", "hook_events", "layer_statistics", "statistics_figure"]
 
@@ -117,6 +118,7 @@ def layer_statistics(model: nn.Module, x: Tensor, y: Tensor) -> list[dict[str, A
     return list(stats.values())
 
 
+@drawn_in_language
 def statistics_figure(rows: Sequence[dict[str, Any]]) -> Figure:
     """Per layer, from the first to the last: activation std and output-gradient norm."""
     from matplotlib.figure import Figure as MplFigure
@@ -125,18 +127,22 @@ def statistics_figure(rows: Sequence[dict[str, Any]]) -> Figure:
     fig = MplFigure(figsize=(8, 2.8))  # pragma: no mutate (size, by eye)
     left, right = fig.subplots(1, 2)
     left.bar(labels, [r["activation std"] for r in rows], color="#4c72b0")  # pragma: no mutate
-    left.set_ylabel("activation std")
+    left.set_ylabel(figure_words("activation_std"))
     gradient_norms = [r["output gradient norm"] for r in rows]
     right.bar(labels, gradient_norms, color="#dd8452")  # pragma: no mutate (colour, by eye)
-    right.set_ylabel("output gradient norm")
+    right.set_ylabel(figure_words("output_gradient_norm"))
     right.set_yscale("log")
     for ax in (left, right):
-        ax.set_xlabel("layer (module name)")
+        ax.set_xlabel(figure_words("layer_axis"))
         ax.grid(axis="y", alpha=0.3)  # pragma: no mutate (a faint grid, by eye)
     fig.tight_layout()
     first, last = rows[0], rows[-1]
-    text = (
-        f"output gradient norm {first['output gradient norm']:.2g} at layer {labels[0]}, "
-        f"{last['output gradient norm']:.2g} at layer {labels[-1]}"
+    ends = say(
+        "common",
+        "figures.hooks_ends",
+        first=f"{first['output gradient norm']:.2g}",
+        first_layer=labels[0],
+        last=f"{last['output gradient norm']:.2g}",
+        last_layer=labels[-1],
     )
-    return Figure(fig, description=f"per-layer statistics from hooks: {text}")
+    return Figure(fig, description=say("common", "figures.hooks_description", ends=ends))

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import math
 import textwrap
+import unicodedata
 from dataclasses import dataclass
 
 import torch
 
 from helpers import naming
-from helpers.display import Figure, Stack, Table
+from helpers.display import Figure, Stack, Table, drawn_in_language, figure_words
+from helpers.language import say
 from helpers.shapes import shape_text
 
 __all__ = [
@@ -148,6 +150,7 @@ TITLE_ROOM, TITLE_LINE, BOTTOM = 0.15, 0.18, 0.12
 TITLE_CHARS_PER_INCH = 11  # suptitle at 10 pt: wrap it so it never runs past the figure's edge
 
 
+@drawn_in_language
 def diff_figure(diff: ParamDiff, title: str | None = None, columns: int = 4) -> Figure:
     """Heatmaps of Δ per parameter on one shared, symmetric colour scale (white = unchanged)."""
     from matplotlib.colors import Normalize
@@ -159,9 +162,7 @@ def diff_figure(diff: ParamDiff, title: str | None = None, columns: int = 4) -> 
     rows = max(1, math.ceil(len(changes) / columns))
     grid_width, grid_height = CELL_WIDTH * columns, CELL_HEIGHT * rows
     width = LEFT + grid_width + COLOURBAR_GAP + COLOURBAR_WIDTH + COLOURBAR_ROOM
-    title_lines = textwrap.wrap(
-        title or "Parameter change (white: unchanged)", int(width * TITLE_CHARS_PER_INCH)
-    )
+    title_lines = _title_lines(title, width)
     top_room = TITLE_ROOM + TITLE_LINE * len(title_lines)
     height = BOTTOM + grid_height + top_room
     fig = MplFigure(figsize=(width, height))
@@ -206,14 +207,28 @@ def diff_figure(diff: ParamDiff, title: str | None = None, columns: int = 4) -> 
                 span / height,
             )
         )
-        fig.colorbar(image, cax=bar, label="Δ = after − before")
+        fig.colorbar(image, cax=bar, label=figure_words("heatmap_colour_bar"))
     fig.suptitle("\n".join(title_lines), fontsize=10, y=1 - 0.08 / height, va="top")
-    names = ", ".join(diff.changed) or "none"
-    return Figure(fig, description=f"Δ heatmaps; changed: {names}", tight=False)
+    return Figure(fig, description=_heatmap_description(diff), tight=False)
+
+
+def _title_lines(title: str | None, width: float) -> list[str]:
+    """The figure's title, wrapped to its width (a Chinese character is about two Latin wide)."""
+    title = title or figure_words("heatmap_title")
+    chars = int(width * TITLE_CHARS_PER_INCH)
+    wide = sum(unicodedata.east_asian_width(c) in "WF" for c in title)
+    return textwrap.wrap(title, max(8, chars // 2) if wide > len(title) / 3 else chars)
+
+
+def _heatmap_description(diff: ParamDiff) -> str:
+    names = ", ".join(diff.changed) or say("common", "figures.none")
+    return say("common", "figures.heatmap_description", names=names)
 
 
 def _cell_title(change: ParamChange) -> str:
-    return f"{change.name}\n{change.n_changed}/{change.numel} changed"
+    return figure_words(
+        "heatmap_cell", name=change.name, changed=change.n_changed, total=change.numel
+    )
 
 
 def redraw_diff_figure(figure: Figure, diff: ParamDiff, title: str | None = None) -> bool:
@@ -227,9 +242,7 @@ def redraw_diff_figure(figure: Figure, diff: ParamDiff, title: str | None = None
     images, texts = grid.images, grid.texts
     changes = diff.changes
     width = mpl.get_figwidth()
-    lines = textwrap.wrap(
-        title or "Parameter change (white: unchanged)", int(width * TITLE_CHARS_PER_INCH)
-    )
+    lines = _title_lines(title, width)
     suptitle = mpl._suptitle
     same = (
         len(changes) > 0
@@ -251,8 +264,7 @@ def redraw_diff_figure(figure: Figure, diff: ParamDiff, title: str | None = None
         image.set_data(_as_matrix(change.delta).numpy())
         text.set_text(_cell_title(change))
     suptitle.set_text("\n".join(lines))  # the colour bar reads the shared norm when drawn
-    names = ", ".join(diff.changed) or "none"
-    figure.description = f"Δ heatmaps; changed: {names}"
+    figure.description = _heatmap_description(diff)
     figure.forget_drawing()
     return True
 

@@ -22,7 +22,8 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from helpers.display import Figure, Table
+from helpers.display import Figure, Table, drawn_in_language, figure_words
+from helpers.language import say
 
 __all__ = [
     "DTYPES",
@@ -130,6 +131,7 @@ def precision_sweep(weights: Sequence[float] = LOSS_WEIGHTS, seed: int = 0) -> l
     return rows
 
 
+@drawn_in_language
 def sweep_figure(rows: Sequence[dict[str, Any]]) -> Figure:
     """Two panels against the loss weight: the share of gradient entries lost to 0, and the
     largest relative error, one line per way of computing."""
@@ -142,19 +144,24 @@ def sweep_figure(rows: Sequence[dict[str, Any]]) -> Figure:
     for way, marker in zip(ways, "osd", strict=False):
         zeros.plot(weights, [r[f"{way}: zeros"] for r in rows], marker=marker, label=way)
         errors.plot(weights, [r[f"{way}: error"] for r in rows], marker=marker, label=way)
-    zeros.set_ylabel("share of gradient entries = 0")
-    errors.set_ylabel("largest relative error")
+    zeros.set_ylabel(figure_words("zeros_axis"))
+    errors.set_ylabel(figure_words("error_axis"))
     errors.set_yscale("log")
     for ax in (zeros, errors):
         ax.set_xscale("log")
         ax.invert_xaxis()
-        ax.set_xlabel("loss weight (gradients this much smaller)")
+        ax.set_xlabel(figure_words("loss_weight_axis"))
         ax.grid(alpha=0.3)  # pragma: no mutate (a faint grid, by eye)
     zeros.legend(fontsize=8)  # pragma: no mutate (font size, by eye)
     fig.tight_layout()
     worst = rows[-1]
-    text = ", ".join(f"{w} {worst[f'{w}: zeros']:.0%} zeros" for w in ways)
-    return Figure(fig, description=f"gradients under autocast; at weight {weights[-1]:g}: {text}")
+    zeros_text = ", ".join(
+        say("common", "figures.way_zeros", way=w, share=f"{worst[f'{w}: zeros']:.0%}") for w in ways
+    )
+    description = say(
+        "common", "figures.sweep_description", weight=f"{weights[-1]:g}", zeros=zeros_text
+    )
+    return Figure(fig, description=description)
 
 
 def _step_size(before: dict[str, Tensor], net: nn.Module) -> float:

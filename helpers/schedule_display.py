@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from helpers.display import Figure, Table
+from helpers.display import Figure, Table, drawn_in_language, figure_words
+from helpers.language import say
 from helpers.pipeline_schedule import Action, bubble, schedule_slots
 
 __all__ = [
@@ -28,6 +29,7 @@ __all__ = [
 FORWARD, BACKWARD = "#9ecae1", "#fdae6b"  # light blue and light orange, as in the graphs
 
 
+@drawn_in_language
 def schedule_figure(runs: Mapping[str, Mapping[int, Sequence[Action]]]) -> Figure:
     """One timeline per schedule: a row per rank, a box per forward (F) and backward (B)."""
     from matplotlib.figure import Figure as MplFigure
@@ -45,17 +47,22 @@ def schedule_figure(runs: Mapping[str, Mapping[int, Sequence[Action]]]) -> Figur
                 ax.text(t + 0.47, -rank, f"{kind}{mb}", ha="center", va="center", fontsize=9)
         ax.set_xlim(0, span)
         ax.set_ylim(-len(slots) + 0.45, 0.55)
-        ax.set_yticks([-r for r in slots], [f"rank {r}" for r in slots])
+        ax.set_yticks([-r for r in slots], [figure_words("rank", rank=r) for r in slots])
         ax.set_xticks(range(span + 1))
         ax.tick_params(labelsize=8)
         ax.grid(axis="x", alpha=0.25)
-        ax.set_title(f"{name}: bubble {bubble(slots):.0%} of the rank-slots", fontsize=10)
-    axes[-1].set_xlabel("time slot (one forward or backward of one micro-batch each)")
+        share = f"{bubble(slots):.0%}"
+        ax.set_title(figure_words("schedule_title", name=name, bubble=share), fontsize=10)
+    axes[-1].set_xlabel(figure_words("time_slot"))
     fig.tight_layout()
-    text = "; ".join(f"{n} bubble {bubble(s):.0%}" for n, s in placed.items())
-    return Figure(fig, description=f"pipeline schedules, F = forward, B = backward: {text}")
+    bubbles = "; ".join(
+        say("common", "figures.schedule_bubble", name=n, bubble=f"{bubble(s):.0%}")
+        for n, s in placed.items()
+    )
+    return Figure(fig, description=say("common", "figures.schedule_description", bubbles=bubbles))
 
 
+@drawn_in_language
 def memory_figure(bytes_held: Mapping[str, Mapping[int, Sequence[int]]]) -> Figure:
     """Activation bytes held after each action, a line per rank, a panel per schedule."""
     from matplotlib.figure import Figure as MplFigure
@@ -64,20 +71,23 @@ def memory_figure(bytes_held: Mapping[str, Mapping[int, Sequence[int]]]) -> Figu
     axes = fig.subplots(1, len(bytes_held), sharey=True, squeeze=False)[0]
     for ax, (name, by_rank) in zip(axes, bytes_held.items(), strict=True):
         for rank, held in by_rank.items():
-            ax.step(range(1, len(held) + 1), held, where="post", label=f"rank {rank}")
+            ax.step(
+                range(1, len(held) + 1), held, where="post", label=figure_words("rank", rank=rank)
+            )
         ax.set_title(name, fontsize=10)
-        ax.set_xlabel("action on that rank")
+        ax.set_xlabel(figure_words("action_on_rank"))
         ax.grid(alpha=0.3)
-    axes[0].set_ylabel("activation bytes held")
+    axes[0].set_ylabel(figure_words("bytes_held"))
     axes[-1].legend(fontsize=8)
     fig.tight_layout()
     peaks = "; ".join(
-        f"{n}: peak {', '.join(str(max(h)) for h in r.values())} bytes"
+        say("common", "figures.peak", name=n, peaks=", ".join(str(max(h)) for h in r.values()))
         for n, r in bytes_held.items()
     )
-    return Figure(fig, description=f"activation bytes held per rank ({peaks})")
+    return Figure(fig, description=say("common", "figures.memory_description", peaks=peaks))
 
 
+@drawn_in_language
 def bucket_figure(steps: Sequence[Sequence[Mapping[str, Any]]]) -> Figure:
     """DDP's all-reduces in each step, in the order they ran: a bar per bucket, its parameters."""
     from matplotlib.figure import Figure as MplFigure
@@ -90,15 +100,17 @@ def bucket_figure(steps: Sequence[Sequence[Mapping[str, Any]]]) -> Figure:
         left = 0
         for b in buckets:
             ax.barh(-r, b["bytes"], left=left, color=FORWARD, edgecolor="black", height=0.85)
-            label = f"bucket {b['bucket']}: {b['bytes']} bytes\n" + "\n".join(b["parameters"])
+            heading = figure_words("bucket", bucket=b["bucket"], bytes=b["bytes"])
+            label = "\n".join([heading, *b["parameters"]])
             ax.text(left + b["bytes"] / 2, -r, label, ha="center", va="center", fontsize=7)
             left += b["bytes"]
-    ax.set_yticks([-r for r in range(len(steps))], [f"step {r + 1}" for r in range(len(steps))])
-    ax.set_xlabel("bytes all-reduced, in the order the all-reduces started")
-    ax.set_title("What each of DDP's all-reduces carried", fontsize=10)
+    ticks = [figure_words("step", step=r + 1) for r in range(len(steps))]
+    ax.set_yticks([-r for r in range(len(steps))], ticks)
+    ax.set_xlabel(figure_words("bytes_all_reduced"))
+    ax.set_title(figure_words("buckets_title"), fontsize=10)
     fig.tight_layout()
     counts = ", ".join(str(len(b)) for b in steps)
-    return Figure(fig, description=f"DDP buckets per step: {counts} all-reduces")
+    return Figure(fig, description=say("common", "figures.buckets_description", counts=counts))
 
 
 def traffic_table(rows: Sequence[Mapping[str, Any]]) -> Table:

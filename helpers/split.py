@@ -31,7 +31,9 @@ from helpers.graph import (
     GraphData,
     GraphEdge,
     autograd_graph,
+    node_font,
     picture_bundle,
+    title_font,
 )
 from helpers.language import phrase, say
 from helpers.shapes import shape_text
@@ -579,12 +581,12 @@ class SplitGraphs:
     ) -> None:
         self.dot = graphviz.Digraph(
             name="split_graphs",
-            node_attr=NODE_ATTR,
+            node_attr={**NODE_ATTR, "fontname": node_font()},
             # size: at most 8.4 inches wide, so the picture fits a notebook column
             graph_attr={
                 "ranksep": "0.2",
                 "nodesep": "0.12",
-                "fontname": "sans-serif",
+                "fontname": title_font(),
                 "size": "8.4,40",
             },
         )
@@ -612,7 +614,7 @@ class SplitGraphs:
                 label=f'<<font color="blue">{forward}</font><br/>'
                 f'<font color="red">{backward}</font>>',
                 fontsize="9",
-                fontname="sans-serif",
+                fontname=title_font(),
                 minlen="2",
             )
         self.joint: GraphData | None = None

@@ -17,7 +17,7 @@ import tokenize
 from collections.abc import Callable
 from typing import Any
 
-from helpers.display import Figure, Table
+from helpers.display import Figure, Table, drawn_in_language, figure_words
 from helpers.language import say
 from helpers.shapes import shape_text
 from helpers.split_ranks import ROLES, WireRecord
@@ -53,6 +53,7 @@ def wire_table(records: list[WireRecord], steps: list[int] | None = None) -> Tab
     return Table(["step", "phase", "direction", "what", "shape", "bytes"], rows, note=note)
 
 
+@drawn_in_language
 def loss_figure(single: list[float], distributed: list[float]) -> Figure:
     """Both runs' loss curves in one plot (the distributed one dashed, on top)."""
     from matplotlib.figure import Figure as MplFigure
@@ -60,25 +61,26 @@ def loss_figure(single: list[float], distributed: list[float]) -> Figure:
     fig = MplFigure(figsize=(5.5, 3.2))
     ax = fig.add_subplot()
     steps = range(1, len(single) + 1)
-    ax.plot(steps, single, "o-", color="#1f77b4", lw=4, alpha=0.45, label="one process")
+    ax.plot(
+        steps, single, "o-", color="#1f77b4", lw=4, alpha=0.45, label=figure_words("one_process")
+    )
     ax.plot(
         range(1, len(distributed) + 1),
         distributed,
         "x--",
         color="#d62728",
         lw=1.5,
-        label="three processes",
+        label=figure_words("three_processes"),
     )
-    ax.set_xlabel("training step")
-    ax.set_ylabel("loss")
-    ax.set_title("The same losses, in one process or three")
+    ax.set_xlabel(figure_words("training_step"))
+    ax.set_ylabel(figure_words("loss"))
+    ax.set_title(figure_words("losses_title"))
     ax.grid(alpha=0.3)
     ax.legend()
-    return Figure(
-        fig, description=f"loss curves, {len(single)} steps: one process vs three processes"
-    )
+    return Figure(fig, description=say("common", "figures.losses_description", steps=len(single)))
 
 
+@drawn_in_language
 def sequence_figure(records: list[WireRecord], step: int = 1) -> Figure:
     """One step's messages as a sequence diagram: a lane per rank, an arrow per message."""
     from matplotlib.figure import Figure as MplFigure
@@ -93,7 +95,7 @@ def sequence_figure(records: list[WireRecord], step: int = 1) -> Figure:
         ax.text(
             x,
             0.35,
-            f"rank {rank}\n{ROLES[rank].split(': ')[1]}",
+            figure_words("lane", rank=rank, role=figure_words(f"role_{rank}")),
             ha="center",
             va="bottom",
             fontsize=10,
@@ -108,11 +110,13 @@ def sequence_figure(records: list[WireRecord], step: int = 1) -> Figure:
             arrowprops={"arrowstyle": "-|>", "color": color, "lw": 2, "mutation_scale": 16},
         )
         middle = (xs[r.src] + xs[r.dst]) / 2
-        ax.text(middle, -i + 0.07, r.what, ha="center", va="bottom", fontsize=10, color=color)
+        kind, _, name = r.what.partition(" ")  # "activation f1", "gradient ff1.grad"
+        what = figure_words(kind, name=name) if kind in ("activation", "gradient") else r.what
+        ax.text(middle, -i + 0.07, what, ha="center", va="bottom", fontsize=10, color=color)
         ax.text(
             middle,
             -i - 0.07,
-            f"{shape_text(r.shape)}, {r.nbytes} B",
+            figure_words("message_size", shape=shape_text(r.shape), bytes=r.nbytes),
             ha="center",
             va="top",
             fontsize=9,
@@ -121,8 +125,9 @@ def sequence_figure(records: list[WireRecord], step: int = 1) -> Figure:
     ax.set_xlim(-1.7, xs[2] + 1.7)
     ax.set_ylim(bottom, 1.3)
     ax.axis("off")
-    ax.set_title(f"Step {step}: forward (blue), then backward (red); time flows down", fontsize=11)
-    return Figure(fig, description=f"sequence diagram of step {step}: {len(messages)} messages")
+    ax.set_title(figure_words("sequence_title", step=step), fontsize=11)
+    description = say("common", "figures.sequence_description", step=step, messages=len(messages))
+    return Figure(fig, description=description)
 
 
 def _wire_colour(line: str) -> str | None:

@@ -20,7 +20,7 @@ import re
 import struct
 from dataclasses import dataclass
 
-from helpers.display import Figure, Table, text_columns
+from helpers.display import Figure, Table, data_fingerprint, figure_fonts, text_columns
 from helpers.graph import AutogradGraph, dot_available
 
 __all__ = [
@@ -65,22 +65,27 @@ def compact_png(png: bytes, colors: int = 64) -> bytes:
     """The PNG with at most `colors` colours (no dithering): heatmaps stay exact, bytes shrink."""
     from PIL import Image
 
-    return _palette_png(Image.open(io.BytesIO(png)).convert("RGB"), colors)
+    data = Image.open(io.BytesIO(png)).text.get("Data")
+    return _palette_png(Image.open(io.BytesIO(png)).convert("RGB"), colors, data)
 
 
-def _palette_png(image, colors: int = 64) -> bytes:
+def _palette_png(image, colors: int = 64, data: str | None = None) -> bytes:
     """A PIL RGB image as a PNG of at most `colors` colours.
 
     Fast octree quantization takes a few milliseconds where median cut takes tens: a widget
     redraws on every change of a control, so the fast one it is.
     """
     from PIL import Image
+    from PIL.PngImagePlugin import PngInfo
 
     small = image.quantize(
         colors=colors, method=Image.Quantize.FASTOCTREE, dither=Image.Dither.NONE
     )
+    info = PngInfo()
+    if data is not None:  # the figure's data fingerprint (helpers.display.data_fingerprint)
+        info.add_text("Data", data)
     out = io.BytesIO()
-    small.save(out, format="PNG")
+    small.save(out, format="PNG", pnginfo=info)
     return out.getvalue()
 
 
@@ -103,9 +108,10 @@ def widget_png(figure: Figure) -> bytes:
         figure.figure.set_dpi(figure.dpi)
         canvas = figure.__dict__.get("_canvas") or FigureCanvasAgg(figure.figure)
         figure.__dict__["_canvas"] = canvas  # kept: a redrawn figure draws on the same canvas
-        canvas.draw()
+        with figure_fonts(figure.language):
+            canvas.draw()
         rgba = Image.frombuffer("RGBA", canvas.get_width_height(), canvas.buffer_rgba())
-        cached = _palette_png(rgba.convert("RGB"))
+        cached = _palette_png(rgba.convert("RGB"), data=data_fingerprint(figure.figure))
     figure.__dict__["_widget_png"] = cached
     return cached
 

@@ -1,9 +1,15 @@
 """`make mutate`: break the helpers on purpose (mutmut) and count the breaks the unit tests see.
 
     python -m tests.mutate                      every module below, then MUTATION.md
-    python -m tests.mutate helpers/state.py     one module (writes no table)
-    python -m tests.mutate --survivors helpers/state.py   one module, each survivor's diff
+    python -m tests.mutate helpers/state.py     one module: its row of MUTATION.md measured again
+    python -m tests.mutate --survivors helpers/state.py   the same, and each survivor's diff
     python -m tests.mutate --table              MUTATION.md again from the last run (new reasons)
+    python -m tests.mutate --stale              the modules whose code changed since their row
+
+Each row records a hash of the code it measured (`code_hash`: the module's syntax tree without
+its imports, so a module that only moved keeps its row), and tests/test_mutate_config.py fails
+when a module's code changed since its row was measured: one module's run brings its row up to
+date, and the other rows stay as they were.
 
 Each module is mutated with only its own fast unit tests (never the notebooks: a mutant the
 8-minute nbval run would catch still counts as a survivor here). Every module runs in its own
@@ -18,7 +24,9 @@ ones nobody explained yet.
 from __future__ import annotations
 
 import argparse
+import ast
 import datetime
+import hashlib
 import re
 import shutil
 import subprocess
@@ -49,6 +57,7 @@ MODULES: dict[str, list[str]] = {
     "helpers/quiz.py": ["tests/test_quiz.py"],
     "helpers/language.py": ["tests/test_language.py"],
     "helpers/editions.py": ["tests/test_editions.py"],
+    "helpers/code_text.py": ["tests/test_code_text.py"],
     "helpers/shapes.py": ["tests/test_shapes.py"],
     "helpers/naming.py": ["tests/test_naming.py"],
     "helpers/backward_recorder.py": ["tests/test_backward_recorder.py"],
@@ -116,7 +125,80 @@ LEFT_OUT: dict[str, str] = {
     ),
 }
 
+#: Measured modules whose code changed since their row, each with why it waits: while a module is
+#: here its old row stands, marked stale. tests/test_mutate_config.py fails for a changed module
+#: not listed, and for a listed one whose row is current again (then delete its line).
+REMEASURE: dict[str, str] = {
+    module: "changed since 2026-12-02's run (figures in the edition's language, the graphs' "
+    "Chinese faces, the twins' translated code); queued for a run of its own"
+    for module in (
+        "helpers/graph.py",
+        "helpers/params.py",
+        "helpers/checks.py",
+        "helpers/split.py",
+        "helpers/quiz.py",
+        "helpers/language.py",
+        "helpers/editions.py",
+        "helpers/backward_recorder.py",
+        "helpers/precision.py",
+        "helpers/module_hooks.py",
+        "helpers/exercises/grad_modes.py",
+        "helpers/exercises/split_backward.py",
+    )
+}
+
 _STATUS = re.compile(r"^\s*(\S+__mutmut_\d+): (.+)$")
+_HEADER = "| module | tests | mutants | caught | of which hung | score | goal met | code |"
+
+
+def code_hash(module: str) -> str:
+    """A short hash of what mutmut mutates in `module`: its syntax tree without the imports
+    (moving a module to another package changes its imports, not what its tests must catch)."""
+    tree = ast.parse((ROOT / module).read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if hasattr(node, "body") and isinstance(node.body, list):
+            node.body = [n for n in node.body if not isinstance(n, (ast.Import, ast.ImportFrom))]
+    return hashlib.sha256(ast.dump(tree).encode()).hexdigest()[:10]
+
+
+def table_parts(text: str) -> tuple[dict[str, str], dict[str, list[str]]]:
+    """MUTATION.md's rows and survivor sections, by module (each as its Markdown lines)."""
+    rows: dict[str, str] = {}
+    sections: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for line in text.splitlines():
+        row = re.match(r"\| `(helpers/[^`]+)` \|", line)
+        heading = re.match(r"### `(helpers/[^`]+)`$", line)
+        if row:
+            rows[row[1]] = line
+        elif heading:
+            current = sections.setdefault(heading[1], [])
+            continue
+        elif line.startswith("## "):
+            current = None
+        if current is not None:
+            current.append(line)
+    return rows, {m: _trimmed(lines) for m, lines in sections.items()}
+
+
+def _trimmed(lines: list[str]) -> list[str]:
+    while lines and not lines[0].strip():
+        lines = lines[1:]
+    while lines and not lines[-1].strip():
+        lines = lines[:-1]
+    return lines
+
+
+def row_code(row: str) -> str | None:
+    """The code hash a row of MUTATION.md was measured on (None for a row without one)."""
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    return cells[7].strip("`") if len(cells) > 7 else None
+
+
+def stale_modules() -> list[str]:
+    """The measured modules whose code changed since their row (or that have no row)."""
+    rows, _ = table_parts(TABLE.read_text(encoding="utf-8")) if TABLE.exists() else ({}, {})
+    return [m for m in MODULES if m not in rows or row_code(rows[m]) != code_hash(m)]
 
 
 @dataclass
@@ -222,46 +304,66 @@ def reasons() -> dict[str, dict[str, str]]:
     return tomllib.loads(REASONS.read_text())
 
 
-def write_table(results: list[ModuleResult]) -> str:
-    """MUTATION.md: score per module against the goal, and every survivor by reason."""
+def result_row(r: ModuleResult) -> str:
+    """One module's row of MUTATION.md, with the hash of the code it measured."""
+    tests = ", ".join(Path(t).name for t in MODULES[r.module])
+    met = "yes" if r.score >= GOAL else "**no**"
+    return (
+        f"| `{r.module}` | {tests} | {len(r.statuses)} | {r.caught} | {r.timed_out} "
+        f"| {r.score:.0%} | {met} | `{code_hash(r.module)}` |"
+    )
+
+
+def survivor_section(r: ModuleResult, why: dict[str, dict[str, str]]) -> list[str]:
+    """One module's survivors, grouped by the reason each may survive (empty: none survived)."""
+    if not r.survivors:
+        return []
+    groups: dict[str, list[str]] = {}
+    for name in r.survivors:
+        reason = why.get(r.module, {}).get(name, "not explained yet")
+        groups.setdefault(reason, []).append(name)
+    lines = []
+    for reason, names in sorted(groups.items()):
+        lines.append(f"- {reason}:")
+        for name in names:
+            diff = survivor_diff(r.module, name).replace("|", "\\|")
+            lines.append(f"  - `{name}` ({r.statuses[name]}): `{diff}`")
+    return lines
+
+
+def write_table(results: list[ModuleResult], keep: str = "") -> str:
+    """MUTATION.md: score per module against the goal, and every survivor by reason. Rows and
+    survivors of modules not in `results` are kept from `keep` (the table as it was)."""
     why = reasons()
+    rows, sections = table_parts(keep)
+    for r in results:
+        rows[r.module] = result_row(r)
+        sections[r.module] = survivor_section(r, why)
     today = datetime.date.today().isoformat()
     lines = [
         "# Mutation score of the helpers",
         "",
-        f"<!-- generated by `make mutate` on {today}; do not edit by hand -->",
+        f"<!-- generated by `make mutate` (last run {today}); do not edit by hand -->",
         "",
         f"Each module's mutants (mutmut) against its own unit tests. Goal: {GOAL:.0%} caught. A "
         "mutant is caught when a test fails, or when the tests hang on it (it makes a loop run "
-        "forever, and mutmut stops them after its time limit); the hung ones are counted apart.",
+        "forever, and mutmut stops them after its time limit); the hung ones are counted apart. "
+        "`code` is the hash of the code measured (`tests.mutate.code_hash`): a module whose code "
+        "changed since is measured again with `make mutate MODULES=helpers/...`.",
         "",
-        "| module | tests | mutants | caught | of which hung | score | goal met |",
-        "|---|---|---:|---:|---:|---:|---|",
+        _HEADER,
+        "|---|---|---:|---:|---:|---:|---|---|",
     ]
-    for r in results:
-        tests = ", ".join(Path(t).name for t in MODULES[r.module])
-        met = "yes" if r.score >= GOAL else "**no**"
-        lines.append(
-            f"| `{r.module}` | {tests} | {len(r.statuses)} | {r.caught} | {r.timed_out} "
-            f"| {r.score:.0%} | {met} |"
-        )
+    lines += [rows[m] for m in MODULES if m in rows]
+    if REMEASURE:
+        lines += ["", "Stale rows: their module changed since it was measured.", ""]
+        lines += [f"- `{module}`: {reason}" for module, reason in REMEASURE.items()]
     lines += ["", "Left out, with the reason:", ""]
     lines += [f"- `{module}`: {reason}" for module, reason in LEFT_OUT.items()]
     lines += ["", "## Survivors", ""]
-    for r in results:
-        if not r.survivors:
-            continue
-        lines += [f"### `{r.module}`", ""]
-        groups: dict[str, list[str]] = {}
-        for name in r.survivors:
-            reason = why.get(r.module, {}).get(name, "not explained yet")
-            groups.setdefault(reason, []).append(name)
-        for reason, names in sorted(groups.items()):
-            lines.append(f"- {reason}:")
-            for name in names:
-                diff = survivor_diff(r.module, name).replace("|", "\\|")
-                lines.append(f"  - `{name}` ({r.statuses[name]}): `{diff}`")
-        lines.append("")
+    for module in MODULES:
+        if sections.get(module):
+            lines += [f"### `{module}`", "", *sections[module], ""]
     stale = stale_reasons(results, why)
     if stale:
         lines += [
@@ -294,7 +396,13 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="rewrite MUTATION.md from the last run's results (after editing the reasons)",
     )
+    parser.add_argument(
+        "--stale", action="store_true", help="list the modules whose code changed since their row"
+    )
     args = parser.parse_args(argv)
+    if args.stale:
+        print("\n".join(stale_modules()) or "every row measured the code as it is")
+        return 0
     modules = args.modules or list(MODULES)
     if args.table and args.modules:
         parser.error("--table rewrites the whole table: give no modules")
@@ -306,9 +414,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.survivors:
             for name in result.survivors:
                 print(f"  {name} ({result.statuses[name]}): {survivor_diff(module, name)}")
-    if not args.modules:
-        TABLE.write_text(write_table(results))
-        print(f"wrote {TABLE.name}")
+    keep = TABLE.read_text(encoding="utf-8") if args.modules and TABLE.exists() else ""
+    TABLE.write_text(write_table(results, keep), encoding="utf-8")
+    print(f"wrote {TABLE.name}" + (f" (the rows of {', '.join(args.modules)})" if keep else ""))
     return 0 if all(r.score >= GOAL for r in results) else 1
 
 

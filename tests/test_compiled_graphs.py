@@ -165,3 +165,19 @@ def test_what_cannot_be_captured_is_said_whole(x):
         "check it with compile_report()"
     )
 
+
+
+def test_the_picture_in_chinese_names_a_simplified_chinese_face(x):
+    from helpers import graph as graph_module
+    from helpers.language import set_language
+
+    graphs = capture(sin_cos, x)
+    english = graph_picture(graphs.forward, "fw", graphs.saved).source
+    set_language("zh")
+    try:
+        chinese = graph_picture(graphs.forward, "前向图", graphs.saved).source
+    finally:
+        set_language("en")
+    assert f'fontname="{graph_module.CHINESE_NODE_FONT}"' in chinese
+    assert f'fontname="{graph_module.CHINESE_TITLE_FONT}"' in chinese
+    assert "CJK" not in english

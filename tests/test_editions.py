@@ -1,6 +1,7 @@
 """helpers.editions: the Chinese twins stay in step with the English notebooks."""
 
 import json
+import re
 
 import nbformat
 import pytest
@@ -483,3 +484,123 @@ def test_the_committed_twins_carry_marks_this_module_recognises():
         if c.cell_type == "markdown"
     ]
     assert sum(mark == english_hash(text) for mark, text in marks if mark) > len(marks) // 2
+
+
+def _english_code(folder, source):
+    """Give 01_a's code cell (cell 4, c03) a new source."""
+    nb = nbformat.read(english(folder), as_version=4)
+    nb.cells[3].source = source
+    nbformat.write(nb, english(folder))
+
+
+CODE = 'x = 2  # the answer\nprint(f"the answer is {x:.1f}", x)'
+CODE_ZH = {"# the answer": "# 答案", 'f"the answer is {x:.1f}"': 'f"答案是 {x:.1f}"'}
+
+
+def test_a_twins_code_says_its_comments_and_printed_strings_in_chinese(folder):
+    _english_code(folder, CODE)
+    twin = translated_twin(folder)
+    where = "zh/01_a.ipynb cell 4 (c03)"
+    assert todo(twin) == {"code": dict.fromkeys(CODE_ZH, "")}
+    assert problems(english(folder)) == [
+        f"{where}: 2 comment(s) or printed string(s) untranslated: # the answer"
+    ]
+    first, second = list(CODE_ZH.items())
+    translate(twin, {"code": dict([first])})
+    translate(twin, {"code": dict([second])})  # the first translation stays
+    code = nbformat.read(twin, as_version=4).cells[3].source
+    assert code == 'x = 2  # 答案\nprint(f"答案是 {x:.1f}", x)'
+    assert todo(twin) == {} and problems(english(folder)) == []
+    build_twin(english(folder))  # a rebuild keeps the words
+    assert nbformat.read(twin, as_version=4).cells[3].source == code
+    _english_code(folder, CODE + "  # and more")
+    build_twin(english(folder))
+    assert todo(twin) == {"code": {"# and more": ""}}
+
+
+def test_a_twins_code_cannot_drift_under_its_translated_words(folder):
+    _english_code(folder, CODE)
+    twin = translated_twin(folder)
+    translate(twin, {"code": CODE_ZH})
+    where = "zh/01_a.ipynb cell 4 (c03)"
+    edit_twin(
+        folder, lambda nb: setattr(nb.cells[3], "source", nb.cells[3].source.replace("2", "3"))
+    )
+    assert problems(english(folder)) == [f"{where}: its code differs from the English; make zh"]
+    edit_twin(
+        folder, lambda nb: setattr(nb.cells[3], "source", nb.cells[3].source.replace("3", "2"))
+    )
+    assert problems(english(folder)) == []
+    edit_twin(
+        folder,
+        lambda nb: setattr(nb.cells[3], "source", nb.cells[3].source.replace("答案是", "是")),
+    )
+    assert problems(english(folder)) == [
+        f"{where}: its comments or printed strings are not its translations; make zh"
+    ]
+    build_twin(english(folder))
+    edit_twin(folder, lambda nb: nb.metadata.translation.code.update({"# the answer": "答案"}))
+    assert problems(english(folder))[0] == (
+        "zh/01_a.ipynb: '# the answer' is translated as '答案', not as one comment or string"
+    )
+
+
+@pytest.mark.parametrize(
+    ("words", "error", "says"),
+    [
+        ({"# not in the code": "# 无"}, KeyError, "no cell of its code says '# not in the code'"),
+        ({"# the answer": "答案"}, ValueError, "a comment must stay one comment"),
+        ({'f"the answer is {x:.1f}"': 'f"答案是 {x}"'}, ValueError, "the same {fields}"),
+    ],
+)
+def test_translate_refuses_words_the_code_does_not_say_or_of_another_kind(
+    folder, words, error, says
+):
+    _english_code(folder, CODE)
+    twin = translated_twin(folder)
+    before = twin.read_text(encoding="utf-8")
+    with pytest.raises(error, match=re.escape(says)):
+        translate(twin, {"code": words})
+    assert twin.read_text(encoding="utf-8") == before
+
+
+def _figure_png(losses, chinese=False):
+    import base64
+
+    from helpers import language, split_display
+
+    language.set_language("zh" if chinese else "en")
+    try:
+        figure = split_display.loss_figure(losses, losses)
+        return base64.b64encode(figure.png()).decode()
+    finally:
+        language.set_language("en")
+
+
+def test_a_figure_may_say_its_words_in_chinese_when_it_shows_the_same_data(folder):
+    english_png, chinese_png = _figure_png([1.0, 0.5]), _figure_png([1.0, 0.5], chinese=True)
+    other_data = _figure_png([1.0, 0.4], chinese=True)
+    assert english_png != chinese_png
+    (folder.parent / "LIST.md").write_text("list")
+    source = nbformat.read(english(folder), as_version=4)
+    source.cells[3].outputs = [
+        nbformat.v4.new_output("display_data", data={"image/png": english_png})
+    ]
+    nbformat.write(source, english(folder))
+    twin = translated_twin(folder)
+
+    def shown(png):
+        nb = nbformat.read(twin, as_version=4)
+        nb.cells[3].outputs[0].data["image/png"] = png
+        nbformat.write(nb, twin)
+        return problems(english(folder))
+
+    where = "zh/01_a.ipynb cell 4 (c03), output 1"
+    assert shown(chinese_png) == []
+    assert shown(other_data) == [f"{where}: its picture (image/png) is not the English"]
+    svg = '<svg><text>{words}</text><image href="data:image/png;base64,{png}"/></svg>'
+    snapshot = _twin_picture(folder, svg, words="steps", png=english_png)
+    assert snapshot(words="步骤", png=chinese_png) == []
+    assert snapshot(words="步骤", png=other_data) == [
+        f"{where}: a picture inside its snapshot is not the English"
+    ]

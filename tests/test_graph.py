@@ -552,6 +552,8 @@ def test_a_chinese_edition_graph_speaks_chinese_in_a_chinese_face():
     assert f'fontname="{graph_module.CHINESE_NODE_FONT}"' in chinese.source
     assert f'fontname="{graph_module.CHINESE_TITLE_FONT}"' in chinese.source
     assert "Noto Sans Mono CJK SC" not in english.source and "[freed]" in english.source
+    assert 'label="标量"' in chinese.source and "标量" not in english.source  # y's shape
+    assert "label=scalar" in english.source and "scalar" not in chinese.source
 
 
 def test_a_graph_picture_carries_its_text_form_as_its_title():

@@ -7,6 +7,7 @@ import nbformat
 import pytest
 
 from helpers import course
+from helpers.display import text_columns
 from tests.notebook_files import EVERY_EDITION, EVERY_EDITION_IDS, NOTEBOOKS
 
 MAX_BYTES = 600_000
@@ -135,7 +136,8 @@ def ignore_marker_problems(source: str) -> list[str]:
             problems.append(f"nbval ignores {line.strip()!r}: the marker must stand alone")
             continue
         reason = lines[i + 1].strip() if i + 1 < len(lines) else ""
-        if not reason.startswith("#") or len(reason.lstrip("#").strip()) < 15:
+        # at least 15 columns: a Chinese character takes two, as it does on screen
+        if not reason.startswith("#") or text_columns(reason.lstrip("#").strip()) < 15:
             problems.append("the line after # NBVAL_IGNORE_OUTPUT must be a comment saying why")
     return problems
 
@@ -147,6 +149,8 @@ def ignore_marker_problems(source: str) -> list[str]:
         ("# NBVAL_IGNORE_OUTPUT: the versions describe the machine\nx = 1", 1),
         ("# NBVAL_IGNORE_OUTPUT\nx = 1", 1),
         ("# NBVAL_IGNORE_OUTPUT\n# why\nx = 1", 1),
+        ("# NBVAL_IGNORE_OUTPUT\n# 每次运行的耗时都不同\nx = 1", 0),
+        ("# NBVAL_IGNORE_OUTPUT\n# 耗时不同\nx = 1", 1),
         ("# NBVAL_IGNORE_OUTPUT", 1),
     ],
 )
@@ -267,3 +271,46 @@ def test_no_table_cell_is_a_typed_result(nb):
 )
 def test_the_typed_result_finder(source, found):
     assert typed_results(source) == found
+
+
+_SVG_TEXT = re.compile(r"<text\b([^>]*)>([^<]*)</text>")
+_SVG_FONT = re.compile(r"font-family(?:=\"|:\s*)([^\";]+)")
+_CHINESE = re.compile(r"[\u3400-\u9fff]")
+#: Faces with Simplified Chinese glyphs a picture may name (any one of them).
+SIMPLIFIED_FACES = ("CJK SC", "Source Han Sans SC", "Noto Sans SC", "PingFang SC", "YaHei")
+
+
+def svg_text_in_other_faces(svg: str) -> list[str]:
+    """The Chinese words of an SVG whose text names no Simplified Chinese face: a browser draws
+    them in whatever CJK face it finds first, often a Japanese one."""
+    found = []
+    for attributes, words in _SVG_TEXT.findall(svg):
+        font = _SVG_FONT.search(attributes)
+        if _CHINESE.search(words) and font and not any(f in font[1] for f in SIMPLIFIED_FACES):
+            found.append(f"{words!r} in {font[1]!r}")
+    return found
+
+
+def test_the_face_check_sees_bare_monospace():
+    assert svg_text_in_other_faces('<text font-family="monospace">标量</text>') == [
+        "'标量' in 'monospace'"
+    ]
+    assert not svg_text_in_other_faces(
+        '<text font-family="DejaVu Sans Mono,Noto Sans Mono CJK SC">标量</text>'
+    )
+    assert not svg_text_in_other_faces('<text font-family="monospace">scalar</text>')
+
+
+@pytest.mark.parametrize(
+    "path", EVERY_EDITION[len(NOTEBOOKS) :], ids=EVERY_EDITION_IDS[len(NOTEBOOKS) :]
+)
+def test_chinese_words_in_pictures_name_a_simplified_chinese_face(path):
+    notebook = json.loads(path.read_text(encoding="utf-8"))
+    found = []
+    for n, cell in enumerate(notebook["cells"]):
+        for output in cell.get("outputs", []):
+            svg = output.get("data", {}).get("image/svg+xml")
+            if svg:
+                svg = "".join(svg) if isinstance(svg, list) else svg
+                found += [f"cell {n}: {w}" for w in svg_text_in_other_faces(svg)]
+    assert not found, found[:5]

@@ -702,3 +702,19 @@ def test_a_difference_of_exactly_the_threshold_is_shown_not_hidden():
     a = torch.zeros(1, dtype=torch.float64)
     table = compare_tensors({"edge": (a, a + split.TINY)})
     assert table.rows[0]["max |Δ|"] == "1e-06"
+
+
+def test_split_graphs_in_chinese_name_a_simplified_chinese_face():
+    """A Chinese word in a node ("标量") or a title is drawn in a Simplified Chinese face, never
+    in the browser's fallback for bare monospace (a Japanese one)."""
+    from helpers.language import set_language
+
+    english = graphs().dot.source
+    set_language("zh")
+    try:
+        chinese = graphs().dot.source
+    finally:
+        set_language("en")
+    assert f'fontname="{graph_module.CHINESE_NODE_FONT}"' in chinese
+    assert f'fontname="{graph_module.CHINESE_TITLE_FONT}"' in chinese
+    assert "CJK" not in english
