@@ -1,0 +1,491 @@
+"""What the doctor records while one training step runs: the torch calls, the parameters'
+gradients as they arrive, the backward calls, the optimizer steps, the cuts, the first NaN or inf.
+
+How it knows: while the block runs, a torch function mode (`torch.overrides.TorchFunctionMode`)
+sees every torch call the step makes, with the line of your code that made it. A call whose
+inputs require grad and whose result does not (`.detach()`, `.data`, `torch.tensor(...)`, an
+integer cast, `.item()`, any operation under `torch.no_grad()`) is a *cut*; a parameter that got
+no gradient is explained by the first cut its values went through. Hooks on the parameters see
+each gradient arrive (and whether an old one was waiting in `.grad`), a global optimizer hook
+sees which optimizer stepped and what it held, and hooks on the backward functions find the first
+one that produced a NaN or an infinity. Nothing is changed: the step computes what it would
+compute without the doctor.
+
+A `Recorder` fills a `Record`; the verdicts (`helpers.doctor.verdicts`) are computed from it.
+"""
+
+from __future__ import annotations
+
+import linecache
+import os
+import sys
+import sysconfig
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch.overrides import TorchFunctionMode
+from torch.utils._pytree import tree_leaves
+
+from helpers.language import say
+
+_LIBRARY_DIRS = tuple(
+    {
+        str(Path(p)) + os.sep
+        for key in ("stdlib", "platstdlib", "purelib", "platlib")
+        if (p := sysconfig.get_paths().get(key))
+    }
+)
+#: Code that is not the learner's: torch and the course's helpers (by module, wherever they are
+#: installed), and Python's own and installed packages (by file).
+_NOT_LEARNER_MODULES = ("torch", "helpers")
+
+
+def _is_learners(frame: Any) -> bool:
+    module = frame.f_globals.get("__name__", "")
+    if module.partition(".")[0] in _NOT_LEARNER_MODULES:
+        return False
+    return not frame.f_code.co_filename.startswith(_LIBRARY_DIRS)
+
+
+#: Calls that leave torch for a Python value: a cut, though they return no tensor.
+CALLS_TO_PYTHON = {"item", "tolist", "numpy", "__float__", "__int__", "__index__"}
+#: Calls torch reports to a function mode that compute nothing a gradient could flow through.
+_NOT_OPERATIONS = {"backward", "register_hook", "retain_grad", "requires_grad_", "__set__"}
+
+
+@dataclass(frozen=True)
+class Location:
+    """A line of the learner's code: a file (or a notebook cell) and a line number."""
+
+    filename: str
+    line: int
+    function: str
+
+    @property
+    def label(self) -> str:
+        """`the cell "class Net(nn.Module):", line 3` for a notebook cell, `train.py:40` for a
+        file. A cell is named by its first line of code, not by its In [n]: that number depends
+        on how the kernel was driven (nbval does not count), and on what ran before."""
+        if _cell_number(self.filename) is not None:
+            return say("common", "doctor.in_cell", cell=_first_line(self.filename), line=self.line)
+        return f"{Path(self.filename).name}:{self.line}"
+
+    @property
+    def code(self) -> str:
+        """The line itself, as written (stripped), or "" when the source is not available."""
+        return linecache.getline(self.filename, self.line).strip()
+
+    def __str__(self) -> str:
+        return f"{self.label}: {self.code}" if self.code else self.label
+
+
+def _cell_number(filename: str) -> int | None:
+    try:
+        from IPython import get_ipython
+    except ImportError:  # pragma: no cover - IPython is installed with the course
+        return None
+    shell = get_ipython()
+    names = getattr(getattr(shell, "compile", None), "_filename_map", {})
+    number = names.get(filename)
+    return number if isinstance(number, int) else None
+
+
+def _first_line(filename: str) -> str:
+    """A cell's first line of code (not a comment), cut to 40 characters."""
+    for line in linecache.getlines(filename):
+        text = line.strip()
+        if text and not text.startswith("#"):
+            return text if len(text) <= 40 else text[:39] + "…"
+    return "?"
+
+
+def _learner_location(frame: Any = None) -> Location | None:
+    """The innermost frame of the learner's code on the stack (not torch, helpers or Python's)."""
+    frame = frame or sys._getframe(1)
+    while frame is not None:
+        if _is_learners(frame):
+            return Location(frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name)
+        frame = frame.f_back
+    return None
+
+
+def _decorated_function(frame: Any) -> str | None:
+    """The function a grad-mode decorator wraps, when the grad mode was switched by one."""
+    while frame is not None:
+        # torch's decorator wrapper (its frame is renamed after the grad mode from torch 2.15)
+        in_wrapper = frame.f_globals.get("__name__") == "torch.utils._contextlib"
+        if in_wrapper and "func" in frame.f_locals:
+            return getattr(frame.f_locals["func"], "__name__", None)
+        if _is_learners(frame):
+            return None
+        frame = frame.f_back
+    return None
+
+
+def _call_name(func: Any) -> str:
+    """`detach`, `tensor`, `data` (the property), `requires_grad=` (its setter), ..."""
+    name = getattr(func, "__name__", "")
+    if name in ("__get__", "__set__"):
+        owner = getattr(getattr(func, "__self__", None), "__name__", "")
+        return owner if name == "__get__" else f"{owner}="
+    return name
+
+
+@dataclass
+class Cut:
+    """A call whose inputs required grad and whose result does not."""
+
+    call: str
+    location: Location | None
+    inputs: list[torch.Tensor]
+    grad_off_at: Location | None = None
+    decorated: str | None = None
+    inference: bool = False
+    dtype: torch.dtype | None = None
+
+
+@dataclass
+class Step:
+    """One `optimizer.step()` the block made."""
+
+    optimizer: torch.optim.Optimizer
+    location: Location | None
+    held: set[int]
+    cleared: set[int]
+
+
+@dataclass
+class Backward:
+    """One `backward()` call the block made."""
+
+    at: Location | None
+    #: the root has no graph: it requires grad only as it was flagged by hand (`flagged`: where)
+    no_graph: bool = False
+    flagged: Location | None = None
+    #: the parameters a hand-off with another leaf's gradient (split learning's bug) reaches
+    wrong_handoff: frozenset[int] = frozenset()
+    error: BaseException | None = None
+
+
+@dataclass
+class ParameterRecord:
+    """One parameter of the model, and what happened to it in the block."""
+
+    name: str
+    tensor: torch.Tensor
+    before: torch.Tensor
+    trainable: bool
+    incoming: torch.Tensor | None = None  # the sum of the gradients that arrived in the block
+    #: whose gradient `.grad` holds: "" (none), "before" (from before the block), "block" (this
+    #: block's backward, not stepped yet) or "stepped" (an optimizer has used it)
+    waiting: str = ""
+    leftover: bool = False
+    leftover_at: Location | None = None
+    accumulated: int = 0
+    first_use: Location | None = None
+
+
+@dataclass
+class Record:
+    """Everything one block did, as the doctor saw it: what the verdicts are computed from."""
+
+    parameters: dict[int, ParameterRecord] = field(default_factory=dict)  # by id of the tensor
+    modules: dict[str, torch.nn.Module] = field(default_factory=dict)
+    called: set[str] = field(default_factory=set)  # the modules whose forward ran
+    cuts: list[Cut] = field(default_factory=list)
+    steps: list[Step] = field(default_factory=list)
+    backwards: list[Backward] = field(default_factory=list)
+    handoff_leaves: list[torch.Tensor] = field(default_factory=list)
+    #: the backward function that first produced a NaN or inf, and the line that made it
+    first_nonfinite: tuple[str, Location | None] | None = None
+    error: BaseException | None = None  # what the block raised
+    error_at: Location | None = None  # the innermost line of the learner's code it passed
+
+
+def reach(t: torch.Tensor, cache: dict[Any, frozenset[int]]) -> frozenset[int]:
+    """The ids of the leaves t's graph leads back to (`cache`: by backward function)."""
+    if t.grad_fn is None:
+        return frozenset({id(t)})
+    found: set[int] = set()
+    todo, seen = [t.grad_fn], set()
+    while todo:
+        node = todo.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        if node in cache:
+            found |= cache[node]
+            continue
+        variable = getattr(node, "variable", None)
+        if variable is not None:
+            found.add(id(variable))
+        todo.extend(next_node for next_node, _ in node.next_functions)
+    cache[t.grad_fn] = frozenset(found)
+    return cache[t.grad_fn]
+
+
+class _Watch(TorchFunctionMode):
+    """Sees every torch call of the block and tells the recorder."""
+
+    def __init__(self, recorder: Recorder) -> None:
+        super().__init__()
+        self.recorder = recorder
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        recorder = self.recorder
+        if recorder._busy:  # the doctor's own arithmetic, in a hook: not the learner's step
+            return func(*args, **kwargs)
+        name = _call_name(func)
+        if name == "backward":
+            return recorder._backward(func, args, kwargs)
+        if name == "_set_grad_enabled" and args and args[0] is False:
+            frame = sys._getframe(1)
+            recorder._grad_off = (_learner_location(frame), _decorated_function(frame))
+        result = func(*args, **kwargs)
+        if not recorder._in_step:
+            recorder._saw(name, args, kwargs, result)
+        return result
+
+
+class Recorder:
+    """Watches one block (`start()` ... `stop()`) and fills `record`; changes nothing."""
+
+    def __init__(self, named: dict[str, torch.Tensor], modules: dict[str, torch.nn.Module]):
+        self._named = named
+        self._modules = modules
+        self.record = Record(modules=modules)
+
+    def start(self) -> None:
+        """Hooks on, the watch on: from here every call of the block is seen."""
+        self.record = Record(modules=self._modules)
+        self._handles: list[Any] = []
+        self._flagged: dict[int, Location | None] = {}
+        self._grad_off: tuple[Location | None, str | None] = (None, None)
+        self._in_step = False
+        self._busy = False
+        self._origin: dict[Any, Location | None] = {}
+        self._reach_cache: dict[Any, frozenset[int]] = {}
+        for name, tensor in self._named.items():
+            self._watch_parameter(name, tensor)
+        for name, module in self._modules.items():
+            self._handles.append(
+                module.register_forward_pre_hook(lambda *_, name=name: self.record.called.add(name))
+            )
+        from torch.optim.optimizer import (
+            register_optimizer_step_post_hook,
+            register_optimizer_step_pre_hook,
+        )
+
+        self._handles.append(register_optimizer_step_pre_hook(self._step_begins))
+        self._handles.append(register_optimizer_step_post_hook(self._step_ends))
+        self._mode = _Watch(self)
+        self._mode.__enter__()
+
+    def stop(self, exc_type: Any, exc: BaseException | None, tb: Any) -> Record:
+        """The watch off, every hook removed; the record, with the error the block raised."""
+        self._mode.__exit__(exc_type, exc, tb)
+        for handle in self._handles:
+            handle.remove()
+        self.record.error = exc
+        self.record.error_at = None
+        while tb is not None:  # the innermost line of the learner's code the error passed
+            if _is_learners(tb.tb_frame):
+                self.record.error_at = Location(
+                    tb.tb_frame.f_code.co_filename, tb.tb_lineno, tb.tb_frame.f_code.co_name
+                )
+            tb = tb.tb_next
+        return self.record
+
+    def forget(self) -> None:
+        """Lets go of the graph and the cuts' inputs once the verdicts are given."""
+        self._origin, self.record.cuts, self._reach_cache = {}, [], {}
+
+    def _watch_parameter(self, name: str, tensor: torch.Tensor) -> None:
+        grad = tensor.grad
+        parameter = ParameterRecord(
+            name=name,
+            tensor=tensor,
+            before=tensor.detach().clone(),
+            trainable=tensor.requires_grad,
+            waiting="before" if grad is not None and grad.any() else "",
+        )
+        self.record.parameters[id(tensor)] = parameter
+        if tensor.requires_grad and tensor.is_leaf:
+            self._handles.append(tensor.register_hook(lambda g, p=parameter: self._arrives(p, g)))
+
+    def _arrives(self, parameter: ParameterRecord, grad: torch.Tensor) -> None:
+        self._busy = True
+        try:
+            self._record_arrival(parameter, grad)
+        finally:
+            self._busy = False
+
+    def _record_arrival(self, p: ParameterRecord, grad: torch.Tensor) -> None:
+        current = p.tensor.grad
+        if current is not None and current.any():
+            if p.waiting in ("before", "stepped") and not p.leftover:
+                p.leftover = True
+                backwards = self.record.backwards
+                p.leftover_at = backwards[-1].at if backwards else None
+            elif p.waiting == "block":
+                p.accumulated += 1
+        p.waiting = "block"
+        g = grad.detach()
+        p.incoming = g.clone() if p.incoming is None else p.incoming + g
+
+    def _backward(self, func: Any, args: tuple, kwargs: dict) -> Any:
+        root = args[0] if args else kwargs.get("self")
+        location = _learner_location(sys._getframe(2))
+        entry = Backward(at=location)
+        if isinstance(root, torch.Tensor):
+            if (
+                root.grad_fn is None
+                and root.requires_grad
+                and id(root) not in self.record.parameters
+            ):
+                entry.no_graph = True
+                entry.flagged = self._flagged.get(id(root), location)
+        gradient = args[1] if len(args) > 1 else kwargs.get("gradient")
+        if isinstance(root, torch.Tensor) and isinstance(gradient, torch.Tensor):
+            entry.wrong_handoff = self._wrong_handoff(root, gradient)
+        self.record.backwards.append(entry)
+        hooks = self._watch_nonfinite(root) if isinstance(root, torch.Tensor) else []
+        try:
+            return func(*args, **kwargs)
+        except Exception as err:
+            entry.error = err
+            raise
+        finally:
+            for handle in hooks:
+                handle.remove()
+
+    def _wrong_handoff(self, root: torch.Tensor, gradient: torch.Tensor) -> frozenset[int]:
+        """When `root.backward(leaf.grad)` is handed the gradient of a cut leaf whose values are not
+        root's (split learning's wrong hand-off), the parameters root's graph reaches."""
+        for leaf in self.record.handoff_leaves:
+            if leaf.grad is gradient:
+                same = leaf.shape == root.shape and torch.equal(leaf.detach(), root.detach())
+                if not same and root.grad_fn is not None:
+                    return reach(root, self._reach_cache)
+                return frozenset()
+        return frozenset()
+
+    def _watch_nonfinite(self, root: torch.Tensor) -> list[Any]:
+        """A hook on every backward function of root's graph: the first to output a NaN or inf
+        from finite gradients is the one that produced it."""
+        handles, seen, todo = [], set(), [root.grad_fn]
+        while todo:
+            node = todo.pop()
+            if node is None or node in seen:
+                continue
+            seen.add(node)
+            todo.extend(next_node for next_node, _ in node.next_functions)
+            if type(node).__name__ == "AccumulateGrad":
+                continue
+
+            def check(grad_inputs, grad_outputs, node=node):
+                if self.record.first_nonfinite is not None:
+                    return
+                self._busy = True
+                try:
+                    if not _finite(grad_inputs) and _finite(grad_outputs):
+                        self.record.first_nonfinite = (node.name(), self._origin.get(node))
+                finally:
+                    self._busy = False
+
+            handles.append(node.register_hook(check))
+        return handles
+
+    def _saw(self, name: str, args: tuple, kwargs: dict, result: Any) -> None:
+        if name == "requires_grad=":
+            if len(args) > 1 and args[1] is True and isinstance(args[0], torch.Tensor):
+                self._flagged[id(args[0])] = _learner_location(sys._getframe(2))
+                self.record.handoff_leaves.append(args[0])
+            return
+        if name == "requires_grad_" and isinstance(result, torch.Tensor) and result.is_leaf:
+            if result.requires_grad and id(result) not in self.record.parameters:
+                self.record.handoff_leaves.append(result)
+            return
+        if name in _NOT_OPERATIONS or (name != "data" and _is_property(name, args)):
+            return
+        inputs = [t for t in tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
+        for t in inputs:
+            parameter = self.record.parameters.get(id(t))
+            if parameter is not None and parameter.first_use is None:
+                parameter.first_use = _learner_location(sys._getframe(2))
+        if not any(t.requires_grad for t in inputs):
+            return
+        outputs = [t for t in tree_leaves(result) if isinstance(t, torch.Tensor)]
+        if any(t.requires_grad for t in outputs):
+            for t in outputs:
+                if t.grad_fn is not None and t.grad_fn not in self._origin:
+                    self._origin[t.grad_fn] = _learner_location(sys._getframe(2))
+            return
+        if not outputs and name not in CALLS_TO_PYTHON:
+            return
+        grad_off_at, decorated = (None, None)
+        if not torch.is_grad_enabled():
+            grad_off_at, decorated = self._grad_off
+        self.record.cuts.append(
+            Cut(
+                call=name,
+                location=_learner_location(sys._getframe(2)),
+                inputs=[t for t in inputs if t.requires_grad],
+                grad_off_at=grad_off_at,
+                decorated=decorated,
+                inference=torch.is_inference_mode_enabled(),
+                dtype=outputs[0].dtype if outputs else None,
+            )
+        )
+
+    def _step_begins(self, optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
+        self._busy = True
+        try:
+            self._record_step(optimizer)
+        finally:
+            self._busy = False
+        self._in_step = True
+
+    def _record_step(self, optimizer: torch.optim.Optimizer) -> None:
+        held = {id(p) for group in optimizer.param_groups for p in group["params"]}
+        cleared = set()
+        parameters = self.record.parameters
+        for key in held & parameters.keys():
+            parameter = parameters[key]
+            grad = parameter.tensor.grad
+            holds = grad is not None and bool(grad.any())
+            if parameter.incoming is not None and not holds:
+                cleared.add(key)  # a zero gradient that arrived as zeros is told apart later
+            if holds:
+                parameter.waiting = "stepped"
+        self.record.steps.append(
+            Step(optimizer, _learner_location(sys._getframe(1)), held, cleared)
+        )
+
+    def _step_ends(self, *_: Any) -> None:
+        self._in_step = False
+
+
+def _is_property(name: str, args: tuple) -> bool:
+    """A property read (`.grad`, `.shape`): torch reports it as a call, but it is not one."""
+    return bool(args) and isinstance(args[0], torch.Tensor) and name in _PROPERTIES
+
+
+_PROPERTIES = {
+    name
+    for name in dir(torch.Tensor)
+    if isinstance(getattr(torch.Tensor, name, None), property)
+    or type(getattr(torch.Tensor, name, None)).__name__ == "getset_descriptor"
+}
+
+
+def _finite(grads: Any) -> bool:
+    """No NaN or inf in any of these gradients. A sum is one pass over each; it can overflow only
+    where the entries are near float's largest value, and then it only changes which backward
+    function is named: the verdict itself reads the parameters' gradients entry by entry."""
+    return all(
+        bool(torch.isfinite(g.sum())) for g in grads if isinstance(g, torch.Tensor) and g.numel()
+    )
