@@ -6,7 +6,7 @@ import subprocess
 import urllib.error
 import urllib.request
 
-from helpers.distributed import free_port  # the one the three-process run uses for its ranks
+from helpers.ranks.launch import free_port  # the one the three-process run uses for its ranks
 
 __all__ = ["free_port", "http_status", "stop_process_group"]
 

@@ -27,6 +27,7 @@ import argparse
 import ast
 import datetime
 import hashlib
+import json
 import re
 import shutil
 import subprocess
@@ -62,11 +63,11 @@ MODULES: dict[str, list[str]] = {
     "helpers/naming.py": ["tests/test_naming.py"],
     "helpers/backward_recorder.py": ["tests/test_backward_recorder.py"],
     "helpers/explorers.py": ["tests/test_explorers.py"],
-    "helpers/split_ranks.py": ["tests/test_split_ranks.py"],
-    "helpers/rank_failures.py": ["tests/test_rank_failures.py"],
-    "helpers/pipeline_schedule.py": ["tests/test_schedule_display.py"],
-    "helpers/pipeline_ranks.py": ["tests/test_pipeline_ranks.py"],
-    "helpers/data_parallel_ranks.py": ["tests/test_data_parallel_ranks.py"],
+    "helpers/ranks/split_ranks.py": ["tests/ranks/test_split_ranks.py"],
+    "helpers/ranks/failures.py": ["tests/ranks/test_failures.py", "tests/ranks/test_launch.py"],
+    "helpers/ranks/pipeline_schedule.py": ["tests/ranks/test_schedule_display.py"],
+    "helpers/ranks/pipeline_ranks.py": ["tests/ranks/test_pipeline_ranks.py"],
+    "helpers/ranks/data_parallel_ranks.py": ["tests/ranks/test_data_parallel_ranks.py"],
     "helpers/precision.py": ["tests/test_precision.py"],
     "helpers/module_hooks.py": ["tests/test_module_hooks.py"],
     **{
@@ -82,8 +83,8 @@ MODULES: dict[str, list[str]] = {
 #: gloo's, dynamo's or the OpenMP thread pool's state and crashes or hangs, and a hang would count
 #: as caught), so it forks them from a server process that ran no test.
 FORKSERVER = {
-    "helpers/pipeline_ranks.py",
-    "helpers/data_parallel_ranks.py",
+    "helpers/ranks/pipeline_ranks.py",
+    "helpers/ranks/data_parallel_ranks.py",
     "helpers/compiled_graphs.py",
     "helpers/exercises/compiled.py",
     "helpers/precision.py",
@@ -104,11 +105,16 @@ LEFT_OUT: dict[str, str] = {
     "helpers/course.py": "maintainer tooling (badges, sync); tests/test_course.py covers it",
     "helpers/leakage.py": "figure layout of notebook 07's leak; its numbers are asserted there",
     "helpers/widget_pictures.py": "drawing: HTML panes and SVG snapshots, checked by looking",
-    "helpers/distributed.py": "the launcher (processes, ports); tests/test_distributed.py runs it",
-    "helpers/split_display.py": "figures and source display of notebook 07; nothing computed",
-    "helpers/schedule_display.py": "figures and source excerpts of notebook 07b; nothing computed",
-    "helpers/engine_runs.py": "07b's launcher (processes, ports); tests/test_engine_runs.py: runs",
-    "helpers/engines.py": "07b's command line; tests/test_engine_runs.py runs it and torchrun",
+    "helpers/ranks/launch.py": (
+        "the launcher (processes, ports, the forkserver): its ranks run in other processes, "
+        "where mutmut cannot see them; tests/ranks/test_launch.py and test_split_run.py run it"
+    ),
+    "helpers/ranks/split_run.py": "07's run handed to the launcher; tests/ranks/test_split_run.py",
+    "helpers/ranks/__main__.py": "the command line; tests/ranks/ run it, and under torchrun",
+    "helpers/ranks/__init__.py": "the subpackage's table of contents; nothing to compute",
+    "helpers/ranks/split_display.py": "figures and the tinted source of 07; nothing computed",
+    "helpers/ranks/schedule_display.py": "figures and source excerpts of 07b; nothing computed",
+    "helpers/source.py": "source code as highlighted HTML; tests/ranks/test_split_run.py pins it",
     "helpers/compiled_graphs.py": (
         "not measured yet: every test compiles with torch.compile (seconds per mutant, over half "
         "an hour for its 454 mutants); its first run, before its tests were completed, caught 73%"
@@ -147,22 +153,28 @@ LEFT_OUT: dict[str, str] = {
 #: here its old row stands, marked stale. tests/test_mutate_config.py fails for a changed module
 #: not listed, and for a listed one whose row is current again (then delete its line).
 REMEASURE: dict[str, str] = {
-    module: "changed since 2026-12-02's run (figures in the edition's language, the graphs' "
-    "Chinese faces, the twins' translated code); queued for a run of its own"
-    for module in (
-        "helpers/graph.py",
-        "helpers/params.py",
-        "helpers/checks.py",
-        "helpers/split.py",
-        "helpers/quiz.py",
-        "helpers/language.py",
-        "helpers/editions.py",
-        "helpers/backward_recorder.py",
-        "helpers/precision.py",
-        "helpers/module_hooks.py",
-        "helpers/exercises/grad_modes.py",
-        "helpers/exercises/split_backward.py",
-    )
+    "helpers/ranks/data_parallel_ranks.py": "its helpers made public (gradients_of, "
+    "average_by_hand) when it moved into helpers/ranks/; queued for a run of its own",
+    "helpers/exercises/engines.py": "reads a rank's symptom through helpers.ranks.failures now; "
+    "queued for a run of its own",
+    **{
+        module: "changed since 2026-12-02's run (figures in the edition's language, the graphs' "
+        "Chinese faces, the twins' translated code); queued for a run of its own"
+        for module in (
+            "helpers/graph.py",
+            "helpers/params.py",
+            "helpers/checks.py",
+            "helpers/split.py",
+            "helpers/quiz.py",
+            "helpers/language.py",
+            "helpers/editions.py",
+            "helpers/backward_recorder.py",
+            "helpers/precision.py",
+            "helpers/module_hooks.py",
+            "helpers/exercises/grad_modes.py",
+            "helpers/exercises/split_backward.py",
+        )
+    },
 }
 
 _STATUS = re.compile(r"^\s*(\S+__mutmut_\d+): (.+)$")
@@ -170,13 +182,23 @@ _HEADER = "| module | tests | mutants | caught | of which hung | score | goal me
 
 
 def code_hash(module: str) -> str:
-    """A short hash of what mutmut mutates in `module`: its syntax tree without the imports
-    (moving a module to another package changes its imports, not what its tests must catch)."""
+    """A short hash of what mutmut mutates in `module`: its syntax tree without the imports and
+    docstrings (moving a module to another package changes its imports, not what its tests must
+    catch)."""
     tree = ast.parse((ROOT / module).read_text(encoding="utf-8"))
     for node in ast.walk(tree):
         if hasattr(node, "body") and isinstance(node.body, list):
-            node.body = [n for n in node.body if not isinstance(n, (ast.Import, ast.ImportFrom))]
+            node.body = [n for n in node.body if not _unmutated(n)]
     return hashlib.sha256(ast.dump(tree).encode()).hexdigest()[:10]
+
+
+def _unmutated(node: ast.AST) -> bool:
+    """An import or a docstring (a string standing alone): code mutmut never changes."""
+    return isinstance(node, (ast.Import, ast.ImportFrom)) or (
+        isinstance(node, ast.Expr)
+        and isinstance(node.value, ast.Constant)
+        and isinstance(node.value.value, str)
+    )
 
 
 def table_parts(text: str) -> tuple[dict[str, str], dict[str, list[str]]]:
@@ -263,14 +285,21 @@ def scratch_for(module: str) -> Path:
         f'paths_to_mutate = ["{module}"]\n'
         f"pytest_add_cli_args_test_selection = [{tests}]\n"
         'pytest_add_cli_args = ["-q", "-x", "-p", "no:randomly"]\n'
-        # mutmut copies only the mutated .py file; helpers.language reads its text beside it.
-        'also_copy = ["helpers/text"]\n'
+        # mutmut copies only the mutated .py file; helpers.language reads its text beside it,
+        # and a module of a subpackage imports its siblings (copied first, then mutated over).
+        f"also_copy = {json.dumps(['helpers/text', *_subpackage(module)])}\n"
     )
     if module in FORKSERVER:
         config += 'process_isolation = "forkserver"\n'
 
     (scratch / "pyproject.toml").write_text(config)
     return scratch
+
+
+def _subpackage(module: str) -> list[str]:
+    """The folder of a module inside a subpackage of helpers/ (none for a top-level module)."""
+    folder = Path(module).parent.as_posix()
+    return [] if folder == "helpers" else [folder]
 
 
 def mutate(module: str) -> ModuleResult:

@@ -567,7 +567,8 @@ def test_translate_refuses_words_the_code_does_not_say_or_of_another_kind(
 def _figure_png(losses, chinese=False):
     import base64
 
-    from helpers import language, split_display
+    from helpers import language
+    from helpers.ranks import split_display
 
     language.set_language("zh" if chinese else "en")
     try:

@@ -13,7 +13,7 @@ from helpers.exercises.engines import (
     check_input_then_weights,
     stage_case,
 )
-from tests.rank_threads import run_in_threads, threads_available
+from tests.ranks.rank_threads import run_in_threads, threads_available
 from tests.text_edits import edit_feedback
 
 
@@ -271,7 +271,7 @@ def test_what_is_not_a_def_is_refused_before_any_rank_starts():
 def test_each_rank_runs_the_hook_on_every_parameter_of_its_half():
     import inspect
 
-    from helpers.data_parallel_ranks import full_batch_grads, half_batch
+    from helpers.ranks.data_parallel_ranks import full_batch_grads, half_batch
 
     kwargs = {"source": inspect.getsource(average), "name": "average"}
     ranks = run_in_threads(average_hook_rank, 2, kwargs=kwargs)

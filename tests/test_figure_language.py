@@ -7,17 +7,9 @@ import warnings
 import pytest
 import torch
 
-from helpers import (
-    display,
-    language,
-    leakage,
-    module_hooks,
-    precision,
-    schedule_display,
-    split_display,
-    split_ranks,
-)
+from helpers import display, language, leakage, module_hooks, precision
 from helpers.params import diff_figure, param_diff
+from helpers.ranks import schedule_display, split_display, split_ranks
 
 
 def _heatmap():

@@ -7,10 +7,10 @@ import torch
 from helpers.graph import autograd_graph, show_graph
 from helpers.memory import saved_in_graph, saved_table
 from helpers.params import param_diff
+from helpers.ranks.split_display import wire_table
+from helpers.ranks.split_ranks import WireRecord
 from helpers.shapes import SCALAR, shape_text
 from helpers.split import compare_tensors
-from helpers.split_display import wire_table
-from helpers.split_ranks import WireRecord
 from helpers.state import describe_grad, tensor_state
 
 

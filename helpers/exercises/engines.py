@@ -128,8 +128,8 @@ HOOK_NAMES = {"torch": torch, "dist": dist, "nn": nn}
 def average_hook_rank(rank: int, world_size: int, *, source: str, name: str) -> dict[str, Any]:
     """One rank of check_average_hook: the learner's hook on every parameter, one backward on the
     rank's half of the batch; the gradients, and whether a weight changed."""
-    from helpers.data_parallel_ranks import PostModel, _grads, half_batch
-    from helpers.engine_runs import doing
+    from helpers.ranks.data_parallel_ranks import PostModel, gradients_of, half_batch
+    from helpers.ranks.launch import doing
     from helpers.split import token_loss
 
     namespace = dict(HOOK_NAMES)
@@ -143,17 +143,14 @@ def average_hook_rank(rank: int, world_size: int, *, source: str, name: str) -> 
     doing(f"computing the backward, with {name}(p) on every parameter")
     token_loss(model(tokens), targets).backward()
     moved = any(not torch.equal(p, b) for p, b in zip(model.parameters(), before, strict=True))
-    return {"grads": _grads(model), "weights changed": moved}
+    return {"grads": gradients_of(model), "weights changed": moved}
 
 
 def _hook_failure(err: Any) -> str:
     """What a failed run of the learner's hook says: a rank's own error, or a rank left waiting."""
-    from helpers.engine_runs import _SYMPTOM
+    from helpers.ranks.failures import is_symptom
 
-    own = [
-        r for r in err.reports.values()
-        if r["status"] == "error" and not _SYMPTOM.search(r["message"])
-    ]  # fmt: skip
+    own = [r for r in err.reports.values() if r["status"] == "error" and not is_symptom(r)]
     if not own:  # only timeouts and closed connections: a rank skipped a collective, or hung
         return say(TEXT, "feedback.hook_hung")
     first = own[0]
@@ -177,18 +174,18 @@ def _reduced_arguments(function: Callable) -> list[str]:
 
 def _local_grads(rank: int) -> dict[str, torch.Tensor | None]:
     """One process: the gradients of rank `rank`'s half alone (what a rank has before averaging)."""
-    from helpers.data_parallel_ranks import PostModel, _grads, half_batch
+    from helpers.ranks.data_parallel_ranks import PostModel, gradients_of, half_batch
     from helpers.split import token_loss
 
     model = PostModel()
     tokens, targets = half_batch(rank)
     token_loss(model(tokens), targets).backward()
-    return _grads(model)
+    return gradients_of(model)
 
 
 def _average_verdict(results: dict[int, dict[str, Any]], average: Callable) -> str | None:
     """None when every rank holds the whole batch's gradient; else what went wrong."""
-    from helpers.data_parallel_ranks import full_batch_grads
+    from helpers.ranks.data_parallel_ranks import full_batch_grads
 
     if any(r["weights changed"] for r in results.values()):
         return say(TEXT, "feedback.hook_moved")
@@ -219,9 +216,9 @@ def _average_verdict(results: dict[int, dict[str, Any]], average: Callable) -> s
 
 def check_average_hook(average: Callable) -> CheckResult:
     """Check the learner's `average(p)` hook on two ranks (see the module docstring)."""
-    from helpers.data_parallel_ranks import DP_ROLES, DP_WORLD
-    from helpers.engine_runs import run_ranks
-    from helpers.rank_failures import DistributedRunError
+    from helpers.ranks.data_parallel_ranks import DP_ROLES, DP_WORLD
+    from helpers.ranks.failures import DistributedRunError
+    from helpers.ranks.launch import run_ranks
 
     if average is Ellipsis:
         return feedback([say(TEXT, "feedback.hook_unfilled")])

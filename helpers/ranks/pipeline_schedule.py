@@ -4,7 +4,7 @@ An action is ("F", m), the forward of micro-batch m, or ("B", m), its backward. 
 lays each rank's actions on a grid: each takes one slot, and starts once its rank is free and
 what it needs has arrived (a forward needs the previous stage's forward of that micro-batch, a
 backward the next stage's backward). `bubble` is the share of rank-slots left idle. Drawing the
-grid is `helpers.schedule_display`.
+grid is `helpers.ranks.schedule_display`.
 """
 
 from __future__ import annotations

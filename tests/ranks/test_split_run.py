@@ -1,14 +1,14 @@
 """The split run in three processes: three ranks train exactly like one; failures end cleanly.
 
-helpers.split_ranks (what each rank runs), helpers.distributed (the launcher),
-helpers.rank_failures (naming the rank at fault) and helpers.split_display (figures, tables, code).
+helpers.ranks.split_ranks (what each rank runs), helpers.ranks.split_run (the run),
+helpers.ranks.failures (naming the rank at fault) and helpers.ranks.split_display (figures,
+tables, code).
 
 The multi-process tests start real processes on 127.0.0.1. The first run also starts the
 forkserver (it imports torch once), so the module shares one successful run.
 """
 
 import inspect
-import json
 import os
 import re
 import subprocess
@@ -20,8 +20,10 @@ import psutil
 import pytest
 import torch
 
-from helpers import distributed as d
-from helpers import rank_failures, split_display, split_ranks
+from helpers import source as source_module
+from helpers.ranks import __main__ as command_line
+from helpers.ranks import failures, launch, split_display, split_ranks
+from helpers.ranks import split_run as d
 from helpers.split import POST_INPUT, build_models
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -48,7 +50,7 @@ def rank_processes() -> list[psutil.Process]:
 
 
 def assert_nothing_left(pids: list[int]) -> None:
-    assert d.still_running(pids) == []
+    assert launch.still_running(pids) == []
     assert rank_processes() == []
 
 
@@ -111,16 +113,16 @@ def test_the_taught_functions_have_no_fault_injection():
     assert not re.search(r"fail_|\bfault|inject", source)
 
 
-def test_a_fault_plan_hits_only_its_rank_at_its_step(tmp_path):
-    plan = d._FaultPlan(rank=1, step=2, mode="raise")
-    other = d._LaunchedWire(0, 1.0, tmp_path / "rank0.progress", plan)
+def test_a_fault_plan_hits_only_its_rank_at_its_step():
+    plan = d.FaultPlan(rank=1, step=2, mode="raise")
+    other = d.LaunchedWire(0, 1.0, plan)
     other.start_step(2)  # rank 0 carries on
-    wire = d._LaunchedWire(1, 1.0, tmp_path / "rank1.progress", plan)
+    wire = d.LaunchedWire(1, 1.0, plan)
     wire.start_step(1)
-    assert json.loads((tmp_path / "rank1.progress").read_text())["step"] == 1
+    assert launch.current_status()["step"] == 1  # what the launcher reads
     with pytest.raises(RuntimeError, match="injected failure on rank 1 at step 2"):
         wire.start_step(2)
-    assert json.loads((tmp_path / "rank1.progress").read_text())["step"] == 2  # written first
+    assert launch.current_status()["step"] == 2  # said first
 
 
 def test_a_message_name_says_its_direction():
@@ -134,7 +136,7 @@ def test_show_source_shows_the_real_functions_side_by_side():
     steps = (split_ranks.client_step, split_ranks.middle_step, split_ranks.label_step)
     view = split_display.show_source(*steps)
     assert [title for title, _ in view.columns] == [
-        f"{fn.__name__} · helpers/split_ranks.py" for fn in steps
+        f"{fn.__name__} · helpers/ranks/split_ranks.py" for fn in steps
     ]
     for fn in steps:
         assert inspect.getsource(fn).rstrip() in repr(view)
@@ -144,12 +146,12 @@ def test_show_source_shows_the_real_functions_side_by_side():
     assert page.count(f"inset 3px 0 {split_display.FORWARD}") == 4
     assert page.count(f"inset 3px 0 {split_display.BACKWARD}") == 4
     methods = split_display.show_source(split_ranks.Wire.send, split_ranks.Wire.recv)
-    assert repr(methods).startswith("# Wire.send · helpers/split_ranks.py\ndef send(self")
+    assert repr(methods).startswith("# Wire.send · helpers/ranks/split_ranks.py\ndef send(self")
 
 
 def test_source_is_coloured_token_by_token_and_line_by_line():
     source = 'def f(x):\n    """Two\n    lines."""\n    return len(x) + 1  # one <more>\n'
-    lines = split_display._highlighted(source)
+    lines = source_module._highlighted(source)
     assert len(lines) == 4
     assert lines[0].startswith('<span style="color: #008000; font-weight: bold">def</span> ')
     assert '<span style="color: #0000ff">f</span>(x):' in lines[0]
@@ -157,7 +159,7 @@ def test_source_is_coloured_token_by_token_and_line_by_line():
     assert lines[2] == '<span style="color: #ba2121">    lines.&quot;&quot;&quot;</span>'
     assert '<span style="color: #008000">len</span>(x) + <span style="color: #666666">1' in lines[3]
     assert lines[3].endswith("italic\"># one &lt;more&gt;</span>")
-    assert split_display._highlighted("not (python") == ["not (python"]  # plain, escaped
+    assert source_module._highlighted("not (python") == ["not (python"]  # plain, escaped
 
 
 def test_show_source_refuses_what_is_not_a_function():
@@ -212,7 +214,7 @@ def test_failure_message_names_the_silent_rank_of_a_chain():
         1: report(1, "stopped", "sending activation f2 to rank 2", 2),
         2: report(2, "stopped", "computing", None),
     }
-    message, culprit = rank_failures.failure_message(reports, timeout=1, deadline=60)
+    message, culprit = failures.failure_message(reports, split_ranks.ROLES, timeout=1, deadline=60)
     assert culprit == 2
     assert message.startswith("rank 2 (label holder) stopped answering at step 3 (forward)")
 
@@ -266,7 +268,7 @@ def test_each_rank_holds_only_its_own_model(run):
 
 def test_a_failing_rank_ends_the_run_with_its_rank_and_message(run):
     start = time.monotonic()
-    with pytest.raises(rank_failures.DistributedRunError) as caught:
+    with pytest.raises(failures.DistributedRunError) as caught:
         d.run_distributed(steps=3, fail_rank=1, fail_at_step=2, deadline=60)
     assert time.monotonic() - start < 30
     err = caught.value
@@ -282,7 +284,7 @@ def test_a_failing_rank_ends_the_run_with_its_rank_and_message(run):
 
 def test_a_rank_that_dies_silently_is_named_by_its_exit_code(run):
     with pytest.raises(
-        rank_failures.DistributedRunError, match=r"rank 0 \(client\) exited with code 3"
+        failures.DistributedRunError, match=r"rank 0 \(client\) exited with code 3"
     ) as caught:
         d.run_distributed(steps=3, fail_rank=0, fail_at_step=1, fail_mode="exit", deadline=60)
     assert caught.value.rank == 0
@@ -292,7 +294,7 @@ def test_a_rank_that_dies_silently_is_named_by_its_exit_code(run):
 def test_a_hanging_rank_is_found_through_its_neighbours_timeouts(run):
     start = time.monotonic()
     with pytest.raises(
-        rank_failures.DistributedRunError, match=r"rank 2 \(label holder\) stopped answering"
+        failures.DistributedRunError, match=r"rank 2 \(label holder\) stopped answering"
     ) as caught:
         d.run_distributed(steps=5, fail_rank=2, fail_at_step=3, fail_mode="hang", timeout=1.5)
     assert time.monotonic() - start < 30
@@ -313,7 +315,7 @@ SOON_AFTER = 8  # seconds from the first failure to the launcher's return: gener
     ids=["rank 1 raises", "rank 2 hangs, rank 1 times out, rank 2 would hang till the deadline"],
 )
 def test_the_run_ends_soon_after_the_first_failure(run, fail_mode, fail_rank, timeout):
-    with pytest.raises(rank_failures.DistributedRunError) as caught:
+    with pytest.raises(failures.DistributedRunError) as caught:
         d.run_distributed(
             steps=3,
             fail_rank=fail_rank,
@@ -337,7 +339,7 @@ def test_the_run_ends_soon_after_the_first_failure(run, fail_mode, fail_rank, ti
 def test_the_deadline_stops_a_run_nobody_times_out(run):
     start = time.monotonic()
     with pytest.raises(
-        rank_failures.DistributedRunError, match="did not finish within 4 s"
+        failures.DistributedRunError, match="did not finish within 4 s"
     ) as caught:
         d.run_distributed(
             steps=5, fail_rank=1, fail_at_step=1, fail_mode="hang", timeout=600, deadline=4
@@ -355,13 +357,13 @@ def test_without_a_forkserver_ranks_are_spawned_and_train_the_same(reference, mo
     import multiprocessing
 
     monkeypatch.setattr(multiprocessing, "get_all_start_methods", lambda: ["spawn"])
-    assert d._context(None).get_start_method() == "spawn"
-    assert d.start_forkserver() is False
+    assert launch.rank_context(None).get_start_method() == "spawn"
+    assert launch.start_forkserver() is False
     losses, _ = reference
     spawned = d.run_distributed(steps=1, deadline=240)  # no start_method: the platform's choice
     torch.testing.assert_close(spawned.losses, losses[:1])
     assert_nothing_left(spawned.pids)
-    assert d._context("spawn").get_start_method() == "spawn"
+    assert launch.rank_context("spawn").get_start_method() == "spawn"
 
 
 def test_with_a_forkserver_it_is_the_default():
@@ -369,14 +371,14 @@ def test_with_a_forkserver_it_is_the_default():
 
     if "forkserver" not in multiprocessing.get_all_start_methods():
         pytest.skip("this platform has no forkserver")
-    assert d._context(None).get_start_method() == "forkserver"
+    assert launch.rank_context(None).get_start_method() == "forkserver"
 
 
 def _torchrun(args: list[str], out: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
     torchrun = Path(sys.executable).with_name("torchrun")
     return subprocess.run(
-        [str(torchrun), *args, "-m", "helpers.distributed", "--steps", "3", "--out", str(out)],
+        [str(torchrun), *args, "-m", "helpers.ranks", "split", "--steps", "3", "--out", str(out)],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -386,7 +388,7 @@ def _torchrun(args: list[str], out: Path) -> subprocess.CompletedProcess:
 
 
 def test_torchrun_command_runs_the_same_code(tmp_path, reference):
-    port = d.free_port()
+    port = launch.free_port()
     done = _torchrun(
         ["--nproc-per-node", "3", "--master-addr", "127.0.0.1", "--master-port", str(port)],
         tmp_path,
@@ -396,7 +398,7 @@ def test_torchrun_command_runs_the_same_code(tmp_path, reference):
     losses, _ = reference
     final = {}
     for rank in range(3):
-        result = d._load_result(tmp_path / f"rank{rank}.pt")
+        result = torch.load(tmp_path / f"rank{rank}.pt", weights_only=False)
         final.update({f"model{rank + 1}.{k}": v for k, v in result.state_dict.items()})
         if rank == 2:
             torch.testing.assert_close(result.losses, losses[:3])
@@ -408,7 +410,7 @@ def test_torchrun_command_runs_the_same_code(tmp_path, reference):
 def test_plain_command_checks_itself_and_leaves_no_process():
     marker = f"plain-{os.getpid()}-{time.monotonic_ns()}"
     done = subprocess.run(
-        [sys.executable, "-m", "helpers.distributed", "--steps", "2"],
+        [sys.executable, "-m", "helpers.ranks", "split", "--steps", "2"],
         cwd=ROOT,
         env={**os.environ, "PYTHONPATH": str(ROOT), "SPLIT_TEST_MARKER": marker},
         capture_output=True,
@@ -427,16 +429,16 @@ def test_plain_command_checks_itself_and_leaves_no_process():
 def test_wrong_world_size_is_explained(monkeypatch, capsys):
     monkeypatch.setenv("RANK", "0")
     monkeypatch.setenv("WORLD_SIZE", "2")
-    assert d.main(["--steps", "1"]) == 2
+    assert command_line.main(["split", "--steps", "1"]) == 2
     assert "needs exactly 3 processes, got WORLD_SIZE=2" in capsys.readouterr().err
 
 
 def test_stop_forkserver_ends_server_and_tracker_and_the_next_run_starts_them_again(run):
-    assert d.start_forkserver()
-    ended = d.stop_forkserver()
+    assert launch.start_forkserver()
+    ended = launch.stop_forkserver()
     assert sorted(ended) == ["forkserver", "resource tracker"]
-    assert d.still_running(list(ended.values())) == []
-    assert d.stop_forkserver() == {}  # nothing left to stop
+    assert launch.still_running(list(ended.values())) == []
+    assert launch.stop_forkserver() == {}  # nothing left to stop
     again = d.run_distributed(steps=2, deadline=240)
     assert again.losses == run.losses[:2]
     assert_nothing_left(again.pids)

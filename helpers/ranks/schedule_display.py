@@ -1,7 +1,7 @@
 """Pictures and tables of what PyTorch's engines did (notebook 07b), drawn from what ranks recorded.
 
 - `schedule_figure`: the actions each rank recorded on the time grid of
-  `helpers.pipeline_schedule`, a row per rank, the empty slots (the bubble) left white.
+  `helpers.ranks.pipeline_schedule`, a row per rank, the empty slots (the bubble) left white.
 - `memory_figure`: the activation bytes each rank held after each of its actions.
 - `bucket_figure`: what each of DDP's all-reduces carried, per step.
 - `traffic_table`: bytes that crossed the wire per step, by kind, for each way of splitting.
@@ -14,14 +14,14 @@ from typing import Any
 
 from helpers.display import Figure, Table, drawn_in_language, figure_words
 from helpers.language import say
-from helpers.pipeline_schedule import Action, bubble, schedule_slots
+from helpers.ranks.pipeline_schedule import Action, bubble, schedule_slots
 
 __all__ = [
-    "bubble",  # from helpers.pipeline_schedule, with the grid it measures
+    "bubble",  # from helpers.ranks.pipeline_schedule, with the grid it measures
     "bucket_figure",
     "memory_figure",
     "schedule_figure",
-    "schedule_slots",  # from helpers.pipeline_schedule
+    "schedule_slots",  # from helpers.ranks.pipeline_schedule
     "source_excerpt",
     "traffic_table",
 ]
@@ -123,7 +123,7 @@ def source_excerpt(function: Any, needle: str, before: int = 2, after: int = 3) 
     their line numbers in the file: how a notebook quotes an engine's own code."""
     import inspect
 
-    from helpers.split_display import SourceView
+    from helpers.source import SourceView
 
     lines, first = inspect.getsourcelines(function)
     hits = [i for i, line in enumerate(lines) if needle in line]

@@ -1,4 +1,4 @@
-"""Naming the rank at fault from the ranks' last reports (helpers.rank_failures): pure functions.
+"""Naming the rank at fault from the ranks' last reports (helpers.ranks.failures): pure functions.
 
 The launcher's real failures (a rank that raises, dies, or hangs) are run in
 tests/test_distributed.py; here each kind of report is built by hand and the whole message checked.
@@ -10,8 +10,8 @@ import time
 
 import pytest
 
-from helpers.rank_failures import DistributedRunError, error_report, failure_message
-from helpers.split_ranks import PeerError
+from helpers.ranks.failures import DistributedRunError, PeerError, error_report, failure_message
+from helpers.ranks.split_ranks import ROLES
 
 END = "All 3 processes have ended; none is left running."
 
@@ -46,7 +46,7 @@ def finished(rank):
 
 
 def message_of(reports, timeout=30, deadline=120):
-    return failure_message(reports, timeout=timeout, deadline=deadline)
+    return failure_message(reports, ROLES, timeout=timeout, deadline=deadline)
 
 
 # A rank that died without a word ----------------------------------------------------------------
@@ -326,3 +326,16 @@ def test_every_rank_is_named_by_its_role(rank, role):
     reports[rank] = error(rank, "x", "E")
     message, _ = message_of(reports)
     assert message.startswith(f"rank {rank} ({role}) failed")
+
+
+def test_a_peer_error_says_its_message_and_has_not_timed_out_unless_told():
+    err = PeerError("while waiting: rank 2 closed the connection", 2)
+    assert str(err) == "while waiting: rank 2 closed the connection"
+    assert err.peer == 2 and err.timed_out is False
+
+
+def test_who_waits_for_whom_stops_at_a_rank_that_sent_no_report():
+    """Rank 0 waited for rank 1, whose report is missing: the chain ends at rank 0."""
+    reports = {0: error(0, "no answer", "PeerError", peer=1, timed_out=True)}
+    message, culprit = message_of(reports)
+    assert culprit == 0 and message.startswith("rank 0 (client) failed at step 3 (forward)")

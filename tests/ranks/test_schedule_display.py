@@ -1,12 +1,13 @@
-"""Pictures and tables of the engines' runs (helpers.schedule_display), from recorded actions."""
+"""Pictures and tables of the engines' runs (helpers.ranks.schedule_display), from recorded
+actions."""
 
 from __future__ import annotations
 
 import pytest
 from torch.distributed.pipelining._backward import stage_backward
 
-from helpers.pipeline_schedule import bubble, schedule_slots
-from helpers.schedule_display import (
+from helpers.ranks.pipeline_schedule import bubble, schedule_slots
+from helpers.ranks.schedule_display import (
     bucket_figure,
     memory_figure,
     schedule_figure,

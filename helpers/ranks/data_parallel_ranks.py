@@ -26,8 +26,8 @@ import torch
 import torch.distributed as dist
 from torch import Tensor, nn
 
-from helpers.engine_runs import doing
-from helpers.pipeline_ranks import pipeline_batch
+from helpers.ranks.launch import doing
+from helpers.ranks.pipeline_ranks import pipeline_batch
 from helpers.split import POST_SEED, build_models, token_loss
 
 __all__ = [
@@ -35,8 +35,10 @@ __all__ = [
     "DP_WORLD",
     "PostModel",
     "accumulated_grads",
+    "average_by_hand",
     "check_rank",
     "full_batch_grads",
+    "gradients_of",
     "half_batch",
     "run_data_parallel",
 ]
@@ -61,7 +63,9 @@ class PostModel(nn.Module):
         return self.model3(self.model2(self.model1(tokens)))
 
 
-def _grads(model: nn.Module) -> dict[str, Tensor | None]:
+def gradients_of(model: nn.Module) -> dict[str, Tensor | None]:
+    """Each parameter's gradient by name (a copy; None where there is none), DDP's `module.`
+    prefix dropped so that a wrapped model's names are the plain model's."""
     prefix = "module."
     return {
         name.removeprefix(prefix): None if p.grad is None else p.grad.detach().clone()
@@ -80,7 +84,7 @@ def full_batch_grads(seed: int = POST_SEED, data_seed: int = 0) -> dict[str, Ten
     model = PostModel(seed)
     tokens, targets = pipeline_batch(data_seed)
     token_loss(model(tokens), targets).backward()
-    return _grads(model)
+    return gradients_of(model)
 
 
 def accumulated_grads(seed: int = POST_SEED, data_seed: int = 0) -> dict[str, Tensor | None]:
@@ -90,7 +94,7 @@ def accumulated_grads(seed: int = POST_SEED, data_seed: int = 0) -> dict[str, Te
     more_tokens, more_targets = pipeline_batch(data_seed + 1)
     big = token_loss(model(torch.cat([tokens, more_tokens])), torch.cat([targets, more_targets]))
     big.backward()
-    return _grads(model)
+    return gradients_of(model)
 
 
 def _bucket_recorder(names: dict[int, str], log: list[dict[str, Any]]) -> Callable[..., Any]:
@@ -130,12 +134,12 @@ def _ddp_part(rank: int, seed: int, data_seed: int, steps: int) -> dict[str, Any
         buckets.append(list(log))
         log.clear()
         if step == 0:
-            first = _grads(ddp)
+            first = gradients_of(ddp)
         optimizer.step()
     return {"ddp": first, "buckets": buckets}
 
 
-def _by_hand(rank: int, seed: int, data_seed: int, world_size: int) -> dict[str, Any]:
+def average_by_hand(rank: int, seed: int, data_seed: int, world_size: int) -> dict[str, Any]:
     """Data parallelism in a few lines: average each gradient as soon as autograd has it."""
     model = PostModel(seed)
     for p in model.parameters():
@@ -154,7 +158,7 @@ def _by_hand(rank: int, seed: int, data_seed: int, world_size: int) -> dict[str,
     token_loss(model(tokens), targets).backward()
     for handle in handles:
         handle.remove()
-    return {"by hand": _grads(model), "hook order": [names[id(p)] for p in order]}
+    return {"by hand": gradients_of(model), "hook order": [names[id(p)] for p in order]}
 
 
 def _no_sync(rank: int, seed: int, data_seed: int) -> dict[str, Tensor | None]:
@@ -167,7 +171,7 @@ def _no_sync(rank: int, seed: int, data_seed: int) -> dict[str, Tensor | None]:
     with ddp.no_sync():  # gradients accumulate locally; no all-reduce
         token_loss(ddp(parts[0][0]), parts[0][1]).div(2).backward()
     token_loss(ddp(parts[1][0]), parts[1][1]).div(2).backward()  # now DDP all-reduces the sum
-    return _grads(ddp)
+    return gradients_of(ddp)
 
 
 def _unused(rank: int, seed: int, data_seed: int) -> dict[str, Any]:
@@ -189,7 +193,7 @@ def _unused(rank: int, seed: int, data_seed: int) -> dict[str, Any]:
     for _ in range(2):  # the second forward, where the strict one failed, goes through
         tolerant.zero_grad()
         token_loss(tolerant(tokens), targets).backward()
-    return {"error": error, "grads": _grads(tolerant)}
+    return {"error": error, "grads": gradients_of(tolerant)}
 
 
 def run_data_parallel(
@@ -207,9 +211,9 @@ def run_data_parallel(
     local = PostModel(seed)
     tokens, targets = half_batch(rank, data_seed)
     token_loss(local(tokens), targets).backward()
-    result: dict[str, Any] = {"local": _grads(local)}
+    result: dict[str, Any] = {"local": gradients_of(local)}
     result.update(_ddp_part(rank, seed, data_seed, steps))
-    result.update(_by_hand(rank, seed, data_seed, world_size))
+    result.update(average_by_hand(rank, seed, data_seed, world_size))
     result["no_sync"] = _no_sync(rank, seed, data_seed)
     result["unused"] = _unused(rank, seed, data_seed)
     return result

@@ -1,4 +1,4 @@
-"""DDP's ranks (helpers.data_parallel_ranks): two ranks, run as threads of this process
+"""DDP's ranks (helpers.ranks.data_parallel_ranks): two ranks, run as threads of this process
 (tests/rank_threads.py), checked against one process. tests/test_engine_processes.py runs them as
 real processes."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from helpers.data_parallel_ranks import (
+from helpers.ranks.data_parallel_ranks import (
     DP_WORLD,
     PostModel,
     accumulated_grads,
@@ -16,9 +16,9 @@ from helpers.data_parallel_ranks import (
     half_batch,
     run_data_parallel,
 )
-from helpers.pipeline_ranks import pipeline_batch
+from helpers.ranks.pipeline_ranks import pipeline_batch
 from helpers.split import token_loss
-from tests.rank_threads import run_here, run_in_threads, threads_available
+from tests.ranks.rank_threads import run_here, run_in_threads, threads_available
 
 
 @pytest.fixture
@@ -130,7 +130,7 @@ def test_the_check_tolerates_rounding(dp):
 def test_each_rank_says_what_it_is_doing(monkeypatch):
     import threading
 
-    from helpers import data_parallel_ranks
+    from helpers.ranks import data_parallel_ranks
 
     said = []
     monkeypatch.setattr(data_parallel_ranks, "doing", lambda what: said.append(

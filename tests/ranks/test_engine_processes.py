@@ -1,4 +1,4 @@
-"""The engines' ranks as the notebook runs them: real processes (helpers.engine_runs.run_ranks).
+"""The engines' ranks as the notebook runs them: real processes (helpers.ranks.launch.run_ranks).
 
 The rank code's unit tests run the ranks as threads (tests/rank_threads.py), which is fast and
 lets `make mutate` see the code; here the same ranks run as processes, and must record exactly
@@ -10,11 +10,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from helpers.data_parallel_ranks import DP_ROLES, DP_WORLD, run_data_parallel
-from helpers.engine_runs import run_ranks
-from helpers.pipeline_ranks import ROLES, SCHEDULES, STAGES, run_stage
-from helpers.rank_failures import DistributedRunError
-from tests.rank_threads import run_in_threads, threads_available
+from helpers.ranks.data_parallel_ranks import DP_ROLES, DP_WORLD, run_data_parallel
+from helpers.ranks.failures import DistributedRunError
+from helpers.ranks.launch import run_ranks
+from helpers.ranks.pipeline_ranks import ROLES, SCHEDULES, STAGES, run_stage
+from tests.ranks.rank_threads import run_in_threads, threads_available
 
 needs_threads = pytest.mark.skipif(
     not threads_available(), reason="ranks as threads are proven on torch 2.13 and later only"
@@ -70,7 +70,7 @@ def test_a_stage_that_raises_is_named_with_its_message():
                   kwargs={"schedule": "GPipe", "fault": (2, "B", 1, "raise")})  # fmt: skip
     message = str(caught.value)
     assert message.startswith(
-        "rank 2 (stage 2: model 3 and the labels) failed while computing the backward of "
+        "rank 2 (stage 2) failed while computing the backward of "
         "micro-batch 1: RuntimeError: injected failure on rank 2 in the backward of 1"
     )
     assert caught.value.rank == 2 and "none is left running" in message
@@ -81,8 +81,8 @@ def test_a_stage_that_hangs_is_named_by_its_neighbours_timeouts():
         run_ranks(run_stage, STAGES, roles=ROLES, timeout=2,
                   kwargs={"schedule": "1F1B", "fault": (0, "F", 3, "hang")})  # fmt: skip
     assert str(caught.value).splitlines()[:2] == [
-        "rank 0 (stage 0: model 1 and the input) stopped answering while computing the forward "
-        "of micro-batch 3",
+        "rank 0 (stage 0) stopped answering while computing the forward of micro-batch 3, not "
+        "waiting for any rank (stuck, or slower than the 2 s timeout)",
         "A rank waiting for it timed out; .reports has every rank's last state.",
     ]
     assert caught.value.rank == 0 and caught.value.reports[0]["status"] == "stopped"

@@ -4,7 +4,7 @@ Rank 0 (the client) holds model 1 and the input, rank 1 holds model 2, rank 2 ho
 the labels. Forward, a rank sends its activation to the next rank; backward, it sends the gradient
 of what it received back to the rank before (point-to-point `torch.distributed`, gloo). Notebook 07
 prints these functions: they are the lesson. Starting the processes, collecting their results and
-naming a rank that failed is the launcher's job (`helpers.distributed`).
+naming a rank that failed is the launcher's job (`helpers.ranks.launch`).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import torch
 import torch.distributed as dist
 from torch import Tensor, nn
 
+from helpers.ranks.failures import PeerError
 from helpers.split import POST_INPUT, POST_LABEL, POST_SEED, build_models, make_optimizers
 
 __all__ = [
@@ -60,17 +61,6 @@ def message_shapes(
 
 #: The agreed shapes of the post's one sequence: f1 and f2 are both [1, 5, 6].
 SHAPES = message_shapes()
-
-
-class PeerError(RuntimeError):
-    """A send or receive failed because another rank failed, exited or went silent."""
-
-    def __init__(self, message: str, peer: int, timed_out: bool = False) -> None:
-        super().__init__(message)
-        #: The rank this one was sending to or waiting for.
-        self.peer = peer
-        #: True if the peer did not answer in time (rather than closing the connection).
-        self.timed_out = timed_out
 
 
 @dataclass(frozen=True)

@@ -1,13 +1,14 @@
-"""The pipeline's ranks (helpers.pipeline_ranks): PyTorch's engine on three ranks, run as threads
-of this process (tests/rank_threads.py), checked against one process; and the parts that need no
-ranks. tests/test_engine_processes.py runs the same ranks as real processes, with faults."""
+"""The pipeline's ranks (helpers.ranks.pipeline_ranks): PyTorch's engine on three ranks, run as
+threads of this process (tests/ranks/rank_threads.py), checked against one process; and the parts
+that need no ranks. tests/ranks/test_engine_processes.py runs the same ranks as real processes,
+with faults."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from helpers.pipeline_ranks import (
+from helpers.ranks.pipeline_ranks import (
     MICROBATCHES,
     SCHEDULES,
     STAGES,
@@ -18,7 +19,7 @@ from helpers.pipeline_ranks import (
     pipeline_batch,
     run_stage,
 )
-from tests.rank_threads import run_here, run_in_threads, threads_available
+from tests.ranks.rank_threads import run_here, run_in_threads, threads_available
 
 
 @pytest.fixture
@@ -136,7 +137,7 @@ def test_bad_arguments_name_what_is_wrong(kwargs, match):
 def test_the_repair_is_needed_only_where_the_engine_keeps_one_handle(monkeypatch):
     from torch.distributed.pipelining import schedules
 
-    from helpers import pipeline_ranks
+    from helpers.ranks import pipeline_ranks
 
     source = "def _batch_p2p(ops):\n    return dist.batch_isend_irecv(ops).pop()\n"
     monkeypatch.setattr(pipeline_ranks.inspect, "getsource", lambda fn: source)
@@ -174,7 +175,7 @@ def test_a_fault_fails_the_named_rank_in_the_named_computation():
 
 
 def test_the_example_inputs_for_torch_2_4_are_what_each_stage_receives():
-    from helpers.pipeline_ranks import _example_input
+    from helpers.ranks.pipeline_ranks import _example_input
 
     tokens, activation = _example_input(0, 2), _example_input(1, 2)
     assert tokens.dtype == torch.long and tokens.shape == (2, 5) and not tokens.requires_grad
@@ -235,7 +236,7 @@ def test_the_batch_uses_every_token_id_and_label_from_0():
 
 @pytest.mark.skipif(not threads_available(), reason="tests/test_engine_processes.py has faults")
 def test_a_fault_in_a_forward_and_a_hang_are_injected_where_asked(monkeypatch):
-    from helpers import pipeline_ranks
+    from helpers.ranks import pipeline_ranks
 
     with pytest.raises(RuntimeError) as caught:
         run_in_threads(run_stage, STAGES, timeout=2,
@@ -259,7 +260,7 @@ def test_a_fault_in_a_forward_and_a_hang_are_injected_where_asked(monkeypatch):
 def test_each_rank_says_what_it_is_doing(monkeypatch):
     import threading
 
-    from helpers import pipeline_ranks
+    from helpers.ranks import pipeline_ranks
 
     said = []
     monkeypatch.setattr(pipeline_ranks, "doing", lambda what: said.append(
@@ -280,7 +281,7 @@ def test_the_spy_passes_other_threads_calls_through_unchanged(monkeypatch):
 
     import torch.distributed.pipelining.stage as stage_code
 
-    from helpers.pipeline_ranks import StageRun, _EngineSpy, _StageRecorder
+    from helpers.ranks.pipeline_ranks import StageRun, _EngineSpy, _StageRecorder
 
     seen = []
     monkeypatch.setattr(stage_code, "stage_backward", lambda *a, **k: seen.append(("stage", a, k)))
@@ -300,7 +301,7 @@ def test_the_spy_passes_other_threads_calls_through_unchanged(monkeypatch):
 
 
 def test_a_gradient_edge_starts_from_its_node_and_arguments_bind_by_name():
-    from helpers.pipeline_ranks import _bind, _node
+    from helpers.ranks.pipeline_ranks import _bind, _node
 
     class Edge:
         node = "the node"
@@ -315,7 +316,7 @@ def test_torch_2_4s_stage_gets_the_shapes_up_front(monkeypatch):
     scale_grads: make_schedule gives them what each stage receives and returns."""
     import torch.distributed.pipelining as pipelining
 
-    from helpers.pipeline_ranks import make_schedule
+    from helpers.ranks.pipeline_ranks import make_schedule
     from helpers.split import token_loss
 
     made = {}
@@ -342,7 +343,7 @@ def test_torch_2_4s_stage_gets_the_shapes_up_front(monkeypatch):
 def test_later_releases_schedules_scale_the_gradients_unless_told_not_to(monkeypatch):
     import torch.distributed.pipelining as pipelining
 
-    from helpers.pipeline_ranks import make_schedule
+    from helpers.ranks.pipeline_ranks import make_schedule
 
     made = {}
 
@@ -365,7 +366,7 @@ def test_later_releases_schedules_scale_the_gradients_unless_told_not_to(monkeyp
 def test_the_recorder_sees_what_the_engine_passed_and_what_autograd_was_given(monkeypatch):
     import torch.distributed.pipelining.stage as stage_code
 
-    from helpers.pipeline_ranks import StageRun, _EngineSpy, _StageRecorder
+    from helpers.ranks.pipeline_ranks import StageRun, _EngineSpy, _StageRecorder
 
     output = torch.ones(2, requires_grad=True) * 3
     arrived, other = torch.full((2,), 2.0), torch.full((2,), 5.0)

@@ -1,7 +1,7 @@
 """The engines' ranks as threads of the test process: an in-memory stand-in for run_ranks.
 
-`helpers.engine_runs.run_ranks` starts one process per rank, which is what the notebook runs and
-what tests/test_engine_runs.py proves. For the unit tests of the rank code itself (and for
+`helpers.ranks.launch.run_ranks` starts one process per rank, which is what the notebook runs and
+what tests/ranks/test_launch.py proves. For the unit tests of the rank code itself (and for
 `make mutate`, which can only see code that runs in the test process) every rank here is a thread
 with its own gloo process group, talking to the others through an in-memory store on
 127.0.0.1. torch's own multi-threaded tests work this way (a world per thread, and process-group
@@ -114,6 +114,6 @@ def run_here(target: Callable[..., Any], world_size: int, **options: Any) -> dic
     """The ranks as threads where torch allows it; elsewhere (torch 2.4) as processes."""
     if threads_available():
         return run_in_threads(target, world_size, **options)
-    from helpers.engine_runs import run_ranks
+    from helpers.ranks.launch import run_ranks
 
     return run_ranks(target, world_size, **options).results

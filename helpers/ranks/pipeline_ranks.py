@@ -14,7 +14,8 @@ did so the notebook can check it against one process:
 - the bytes it sent, from the engine's own send operations;
 - the parameters' gradients after the step, and the last stage's micro-batch losses.
 
-Starting the processes is `helpers.engine_runs`; drawing the result is `helpers.schedule_display`.
+Starting the processes is `helpers.ranks.launch`; drawing the result is
+`helpers.ranks.schedule_display`.
 """
 
 from __future__ import annotations
@@ -31,8 +32,8 @@ import torch
 import torch.distributed as dist
 from torch import Tensor, nn
 
-from helpers.engine_runs import doing
 from helpers.memory import track_saved
+from helpers.ranks.launch import doing
 from helpers.split import POST_SEED, SplitModels, build_models, cut, token_loss
 
 __all__ = [

@@ -1,5 +1,5 @@
-"""The engines' launcher (helpers.engine_runs): naming the rank at fault, bad input, and the
-command line (helpers.engines), with fake reports where no process is needed."""
+"""The one launcher (helpers.ranks.launch): naming the rank at fault, bad input, and the command
+line (python -m helpers.ranks), with fake reports where no process is needed."""
 
 from __future__ import annotations
 
@@ -12,9 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from helpers.distributed import still_running
-from helpers.engine_runs import doing, engine_failure, run_ranks
-from helpers.rank_failures import DistributedRunError
+from helpers.ranks.failures import DistributedRunError, failure_message
+from helpers.ranks.launch import doing, run_ranks, still_running
 
 ROOT = Path(__file__).resolve().parent.parent
 ROLES = {0: "first", 1: "second"}
@@ -32,7 +31,7 @@ def test_an_error_of_its_own_is_named_before_a_neighbours_timeout():
         0: report(0, "error", message="Timed out waiting 1000ms for recv", when=1.0),
         1: report(1, "error", "computing the forward of micro-batch 2", "boom\nmore", when=2.0),
     }
-    message, culprit = engine_failure(reports, ROLES, 60)
+    message, culprit = failure_message(reports, ROLES, 30, 60)
     assert culprit == 1
     assert message.splitlines()[0] == (
         "rank 1 (second) failed while computing the forward of micro-batch 2: RuntimeError: boom"
@@ -45,29 +44,30 @@ def test_a_hang_names_the_rank_still_computing():
         0: report(0, "error", message="Connection closed by peer", when=1.0),
         1: report(1, "stopped", "computing the backward of micro-batch 0"),
     }
-    message, culprit = engine_failure(reports, ROLES, 60)
+    message, culprit = failure_message(reports, ROLES, 30, 60)
     assert culprit == 1 and message.splitlines()[:2] == [
-        "rank 1 (second) stopped answering while computing the backward of micro-batch 0",
+        "rank 1 (second) stopped answering while computing the backward of micro-batch 0, not "
+        "waiting for any rank (stuck, or slower than the 30 s timeout)",
         "A rank waiting for it timed out; .reports has every rank's last state.",
     ]
-    alone, _ = engine_failure({1: reports[1]}, ROLES, 60)
+    alone, _ = failure_message({1: reports[1]}, ROLES, 30, 60)
     assert "timed out" not in alone  # no neighbour said so
 
 
 def test_a_silent_exit_and_the_deadline_are_said_as_such():
     crashed = {0: {**report(0, "crashed", "computing"), "exitcode": -9}, 1: report(1, "stopped")}
-    message, culprit = engine_failure(crashed, ROLES, 60)
+    message, culprit = failure_message(crashed, ROLES, 30, 60)
     assert culprit == 0
     assert message.startswith("rank 0 (first) exited with code -9 while computing and reported")
     late = {0: report(0, "stopped", "waiting"), 1: report(1, "stopped", "sending")}
-    message, culprit = engine_failure(late, ROLES, 5)
+    message, culprit = failure_message(late, ROLES, 30, 5)
     assert culprit is None and message.splitlines()[:3] == [
         "The run did not finish within 5 s. At the deadline:",
         "  rank 0 (first): waiting",
         "  rank 1 (second): sending",
     ]
     symptoms = {0: report(0, "error", "waiting", "Timed out", 1.0), 1: report(1, "stopped")}
-    message, culprit = engine_failure(symptoms, ROLES, 5)
+    message, culprit = failure_message(symptoms, ROLES, 30, 5)
     assert culprit == 0 and message.startswith("rank 0 (first) failed while waiting: Runtime")
 
 
@@ -118,7 +118,7 @@ def test_doing_outside_a_rank_does_nothing():
 @pytest.mark.parametrize(("engine", "ranks"), [("pipeline", 3), ("ddp", 2)])
 def test_the_command_line_checks_every_rank(engine, ranks):
     done = subprocess.run(
-        [sys.executable, "-m", "helpers.engines", engine],
+        [sys.executable, "-m", "helpers.ranks", engine],
         capture_output=True, text=True, timeout=120, cwd=ROOT, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
@@ -130,7 +130,7 @@ def test_torchrun_runs_the_same_ranks():
     torchrun = Path(sys.executable).with_name("torchrun")
     env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE")}
     done = subprocess.run(
-        [str(torchrun), "--standalone", "--nproc-per-node", "3", "-m", "helpers.engines",
+        [str(torchrun), "--standalone", "--nproc-per-node", "3", "-m", "helpers.ranks",
          "pipeline", "--schedule", "1F1B"],
         capture_output=True, text=True, timeout=180, cwd=ROOT, env=env, check=False,
     )  # fmt: skip
@@ -143,7 +143,7 @@ def test_torchrun_runs_the_same_ranks():
 def test_torchrun_with_the_wrong_number_of_processes_says_how_many():
     env = {**os.environ, "RANK": "0", "WORLD_SIZE": "2"}
     done = subprocess.run(
-        [sys.executable, "-m", "helpers.engines", "pipeline"],
+        [sys.executable, "-m", "helpers.ranks", "pipeline"],
         capture_output=True, text=True, timeout=120, cwd=ROOT, env=env, check=False,
     )  # fmt: skip
     assert done.returncode == 2 and "--nproc-per-node 3" in done.stderr

@@ -1,6 +1,7 @@
-"""What each rank runs (helpers.split_ranks), in one process: three threads and a wire in memory.
+"""What each rank runs (helpers.ranks.split_ranks), in one process: three threads and a wire in
+memory.
 
-tests/test_distributed.py runs the same functions in three real processes over gloo; that takes
+tests/ranks/test_split_run.py runs the same functions in three real processes over gloo; that takes
 seconds per run. Here `torch.distributed`'s isend/irecv are replaced by queues between threads, so
 the wire's log, its timeouts, its error messages and the three ranks' training are checked in
 milliseconds, fast enough for a mutation run (`make mutate`).
@@ -16,8 +17,8 @@ from datetime import timedelta
 import pytest
 import torch
 
-from helpers import split_ranks as sr
-from helpers.distributed import reference_run
+from helpers.ranks import split_ranks as sr
+from helpers.ranks.split_run import reference_run
 from helpers.split import POST_INPUT, POST_LABEL, build_models
 
 STEPS = 3

@@ -1,0 +1,47 @@
+"""helpers/ reads like the course: grouped by topic, its imports on few floors and without a
+cycle, and no private name crossing from one module into another (tests/layout.py reads the
+imports, top-level and inside functions alike)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests import layout
+
+
+def test_no_private_name_crosses_from_one_module_into_another():
+    assert layout.private_crossings() == []
+
+
+def test_the_imports_have_no_cycle():
+    layout.floors()  # raises, naming the cycle
+
+
+def test_each_subpackage_opens_with_one_line_that_says_what_lives_there():
+    for package in layout.subpackages():
+        doc = (package / "__init__.py").read_text(encoding="utf-8")
+        assert doc.startswith('"""'), package.name
+        first = doc[3:].splitlines()[0].removesuffix('"""')
+        assert len(first) > 20 and first.endswith((".", ":")), (package.name, first)
+
+
+def test_the_reader_of_imports_sees_what_it_must(tmp_path, monkeypatch):
+    """A private name imported inside a function, a relative import and a cycle are all seen."""
+    helpers = tmp_path / "helpers"
+    (helpers / "pack").mkdir(parents=True)
+    (helpers / "__init__.py").write_text("")
+    (helpers / "pack" / "__init__.py").write_text('"""A package."""\n')
+    (helpers / "a.py").write_text("def f():\n    from helpers.b import _hidden\n")
+    (helpers / "b.py").write_text("from helpers.pack.c import thing\n_hidden = 1\n")
+    (helpers / "pack" / "c.py").write_text("from . import d\nthing = 2\n")
+    (helpers / "pack" / "d.py").write_text("from helpers import a\n")
+    monkeypatch.setattr(layout, "ROOT", tmp_path)
+    monkeypatch.setattr(layout, "HELPERS", helpers)
+    layout.modules.cache_clear()
+    try:
+        assert layout.private_crossings() == ["helpers.a imports _hidden from helpers.b"]
+        assert layout.arrows()["helpers.pack.c"] == {"helpers.pack.d"}
+        with pytest.raises(ValueError, match=r"an import cycle: helpers\.a -> helpers\.b"):
+            layout.floors()
+    finally:
+        layout.modules.cache_clear()
