@@ -6,6 +6,8 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 LAB_OVERRIDES := $(VENV)/share/jupyter/lab/settings/overrides.json
 PORT ?= 8888
+# NB: the notebooks `make execute` re-runs, or the one notebook `make test NB=07b` proves.
+NB_GIVEN := $(filter command line environment,$(origin NB))
 NB ?= notebooks/*.ipynb
 ZH_NB := notebooks/zh/*.ipynb
 # Running as root (containers, CI) needs JupyterLab's --allow-root.
@@ -41,9 +43,10 @@ lab: install
 # Everything: lint, unit tests, the notebook runs, the browser, strict nbval of the committed
 # outputs (three CPU kernel sets, and the Chinese twins), side by side on the machine's cores, each
 # step timed (tests/steps.py; the README's "What `make test` checks" says what each step proves).
+# `make test NB=07b` proves one notebook instead (CONTRIBUTING.md: what each change must run).
 test: install browser-deps
-	$(BIN)/python -m tests.steps test
-	@echo "make test: all checks passed"
+	$(BIN)/python -m tests.steps test $(if $(NB_GIVEN),--notebook $(NB))
+	@echo "make test$(if $(NB_GIVEN), NB=$(NB)): all checks passed"
 
 # The fast loop for changing the helpers: lint and every unit test that runs no notebook.
 check: $(STAMP)
@@ -79,10 +82,11 @@ execute: $(STAMP)
 
 # The Chinese edition: rebuild every twin from its English notebook (code, cells; translations
 # kept), then run the twins so their outputs speak Chinese. Translators edit only Markdown and
-# helpers/text/zh/ (helpers/editions.py says how).
+# helpers/text/zh/ (helpers/tooling/editions.py says how).
+# `make zh NB=notebooks/07b_pipeline_and_data_parallel.ipynb` rebuilds and runs that twin only.
 zh: $(STAMP)
-	$(BIN)/python -m helpers.editions build
-	$(BIN)/python -m helpers.course execute $(ZH_NB)
+	$(BIN)/python -m helpers.tooling.editions build $(if $(NB_GIVEN),$(NB))
+	$(BIN)/python -m helpers.course execute $(if $(NB_GIVEN),$(addprefix notebooks/zh/,$(notdir $(NB))),$(ZH_NB))
 
 # The course website: both editions, read-only, from the committed notebooks (never re-run), into
 # _site/html/ (English at its root, Chinese under zh/). Warnings are errors. site/build.py says how,

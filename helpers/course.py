@@ -7,7 +7,7 @@ place.
     python -m helpers.course execute [NOTEBOOK ...]  sync, then re-run in place from a fresh kernel
 
 Without NOTEBOOK, sync and check cover both editions: the English notebooks in notebooks/ and
-their Chinese twins in notebooks/zh/ (helpers/editions.py builds those).
+their Chinese twins in notebooks/zh/ (helpers/tooling/editions.py builds those).
 """
 
 from __future__ import annotations

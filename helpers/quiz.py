@@ -25,7 +25,7 @@ from helpers import language as text
 from helpers import quiz_final
 from helpers.checks import brief_message, clean_message
 from helpers.display import Table
-from helpers.widgets import LiveWidget, WidgetFactory
+from helpers.interactive.live import LiveWidget, WidgetFactory
 
 __all__ = [
     "ALL_TOPICS",

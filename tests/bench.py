@@ -14,7 +14,8 @@
 6. Every widget's update: each control of the optimizer lab, the graph explorer, the backward
    stepper and a quiz changed 15 times, each change timed; the median and the slowest.
 7. `make test` as a newcomer runs it: a fresh clone, `make install` timed apart, then the
-   README's test command (`--skip-make-test` leaves it out).
+   README's test command (`--skip-make-test` leaves it out); then, in the same clone, the
+   one-notebook check of every notebook (`make test NB=07b`), each timed.
 
 Where the time goes: some libraries cost a notebook a fixed amount the first time a kernel loads
 them (import, and the matching teardown when the kernel exits), whatever the notebook does with
@@ -61,6 +62,7 @@ TARGET_ABOVE_FLOOR = {
 TARGET_WIDGET_MS = 100  # a widget's slowest update after a change of one of its controls
 WIDGET_CHANGES = 15  # changes of each control, timed one by one
 TARGET_MAKE_TEST_MIN = 10.0  # `make test` in a fresh clone, installs excluded
+TARGET_NOTEBOOK_CHECK_MIN = 3.0  # `make test NB=07b`: one notebook proven
 DEFAULT_ABOVE_FLOOR = 3.0
 TARGET_GRAPH_RATIO = 1.1
 #: The doctor checks the one step a learner looks at, not every step of a run: what it adds must not
@@ -339,8 +341,8 @@ def bench_import(repeat: int) -> dict:
 
 def _widget_controls() -> list[tuple[str, object, Callable[[int], None]]]:
     """(name, widget, change(i)): every control of every explorer, each change a new value."""
+    from helpers.interactive.widgets import backward_stepper, graph_explorer, optimizer_lab
     from helpers.quiz import quiz
-    from helpers.widgets import backward_stepper, graph_explorer, optimizer_lab
 
     lab, explorer, stepper = optimizer_lab(), graph_explorer(), backward_stepper()
     questions = quiz("split")
@@ -412,9 +414,27 @@ def bench_make_test() -> list[dict]:
             capture_output=True, text=True, timeout=5400, check=False,
         )  # fmt: skip
         tested = time.monotonic() - start
+        checks = []
+        for notebook in NOTEBOOKS:  # the one-notebook check, notebook by notebook, in the clone
+            name = notebook.stem.split("_")[0]
+            start = time.monotonic()
+            one = subprocess.run(
+                ["make", "test", f"NB={name}"], cwd=clone, env={**env, "CI": "true"},
+                capture_output=True, text=True, timeout=1800, check=False,
+            )  # fmt: skip
+            checks.append((notebook.name, name, time.monotonic() - start, one.returncode == 0))
     table = done.stdout[done.stdout.rfind("step  ") :].strip() if "step  " in done.stdout else ""
     print(table)
     minutes = tested / 60
+    one_notebook = [
+        {
+            "measure": f"make test NB={name} in the same clone: the one-notebook check of {file}",
+            "value": f"{seconds / 60:.1f} min ({'passed' if ok else 'FAILED'})",
+            "target": f"≤ {TARGET_NOTEBOOK_CHECK_MIN:g} min, passing",
+            "met": ok and seconds / 60 <= TARGET_NOTEBOOK_CHECK_MIN,
+        }
+        for file, name, seconds, ok in checks
+    ]
     return [
         {
             "measure": "make install in a fresh clone (warm package caches)",
@@ -428,6 +448,7 @@ def bench_make_test() -> list[dict]:
             "target": f"≤ {TARGET_MAKE_TEST_MIN:g} min, passing",
             "met": done.returncode == 0 and minutes <= TARGET_MAKE_TEST_MIN,
         },
+        *one_notebook,
     ]
 
 

@@ -57,12 +57,12 @@ MODULES: dict[str, list[str]] = {
     "helpers/memory.py": ["tests/test_memory.py"],
     "helpers/quiz.py": ["tests/test_quiz.py"],
     "helpers/language.py": ["tests/test_language.py"],
-    "helpers/editions.py": ["tests/test_editions.py"],
-    "helpers/code_text.py": ["tests/test_code_text.py"],
+    "helpers/tooling/editions.py": ["tests/tooling/test_editions.py"],
+    "helpers/tooling/code_text.py": ["tests/tooling/test_code_text.py"],
     "helpers/shapes.py": ["tests/test_shapes.py"],
     "helpers/naming.py": ["tests/test_naming.py"],
-    "helpers/backward_recorder.py": ["tests/test_backward_recorder.py"],
-    "helpers/explorers.py": ["tests/test_explorers.py"],
+    "helpers/interactive/backward_recorder.py": ["tests/interactive/test_backward_recorder.py"],
+    "helpers/interactive/explorers.py": ["tests/interactive/test_explorers.py"],
     "helpers/ranks/split_ranks.py": ["tests/ranks/test_split_ranks.py"],
     "helpers/ranks/failures.py": ["tests/ranks/test_failures.py", "tests/ranks/test_launch.py"],
     "helpers/ranks/pipeline_schedule.py": ["tests/ranks/test_schedule_display.py"],
@@ -71,7 +71,7 @@ MODULES: dict[str, list[str]] = {
     "helpers/precision.py": ["tests/test_precision.py"],
     "helpers/module_hooks.py": ["tests/test_module_hooks.py"],
     **{
-        f"helpers/exercises/{path.stem}.py": [f"tests/test_exercises_{path.stem}.py"]
+        f"helpers/exercises/{path.stem}.py": [f"tests/exercises/test_{path.stem}.py"]
         for path in sorted((ROOT / "helpers" / "exercises").glob("*.py"))
         if path.stem not in {"__init__", "check_yourself", "compiled"}
     },
@@ -98,13 +98,18 @@ FORKSERVER = {
 
 #: Modules left out, each with the reason (drawing and layout are checked by looking at them).
 LEFT_OUT: dict[str, str] = {
-    "helpers/widgets.py": "ipywidgets layout; the browser test clicks every widget",
+    "helpers/interactive/widgets.py": "ipywidgets layout; the browser test clicks every widget",
     "helpers/display.py": "HTML and text rendering of tables; every notebook output shows it",
     "helpers/environment.py": "reports the learner's installation; nothing to compute",
     "helpers/quiz_final.py": "notebook 10's questions as data; tests/test_quiz.py runs each one",
     "helpers/course.py": "maintainer tooling (badges, sync); tests/test_course.py covers it",
     "helpers/leakage.py": "figure layout of notebook 07's leak; its numbers are asserted there",
-    "helpers/widget_pictures.py": "drawing: HTML panes and SVG snapshots, checked by looking",
+    "helpers/interactive/widget_pictures.py": (
+        "drawing: HTML panes and SVG snapshots, checked by looking"
+    ),
+    "helpers/interactive/live.py": "a widget and its picture as one output; tests/test_quiz.py",
+    "helpers/interactive/__init__.py": "the subpackage's table of contents; nothing to compute",
+    "helpers/tooling/__init__.py": "the subpackage's table of contents; nothing to compute",
     "helpers/ranks/launch.py": (
         "the launcher (processes, ports, the forkserver): its ranks run in other processes, "
         "where mutmut cannot see them; tests/ranks/test_launch.py and test_split_run.py run it"
@@ -127,21 +132,21 @@ LEFT_OUT: dict[str, str] = {
     "helpers/doctor/__init__.py": "the doctor's public names, re-exported from its modules",
     "helpers/doctor/checkup.py": (
         "not measured yet, like the doctor's other modules: it ties them together, and "
-        "tests/test_doctor.py runs every zoo case and clean step through it"
+        "tests/doctor/test_doctor.py runs every zoo case and clean step through it"
     ),
     "helpers/doctor/record.py": (
         "not measured yet: the doctor, before it was split into record, verdicts and report, made "
         "1,278 mutants at about 1.5 s each on 2 cores; a run begun alongside make test had "
-        "reached 183 of them (tests/test_doctor.py runs every zoo case and clean step as a "
-        "learner writes it; tests/test_doctor_parts.py records one step)"
+        "reached 183 of them (tests/doctor/test_doctor.py runs every zoo case and clean step as a "
+        "learner writes it; tests/doctor/test_doctor_parts.py records one step)"
     ),
     "helpers/doctor/verdicts.py": (
         "not measured yet, for the reason given for helpers/doctor/record.py; "
-        "tests/test_doctor_parts.py also concludes from records made by hand"
+        "tests/doctor/test_doctor_parts.py also concludes from records made by hand"
     ),
     "helpers/doctor/report.py": (
         "not measured yet, for the reason given for helpers/doctor/record.py; "
-        "tests/test_doctor_parts.py pins its text and HTML"
+        "tests/doctor/test_doctor_parts.py pins its text and HTML"
     ),
     "helpers/rerun.py": (
         "not measured yet, queued behind the doctor's modules; tests/test_rerun.py pins every "
@@ -167,8 +172,8 @@ REMEASURE: dict[str, str] = {
             "helpers/split.py",
             "helpers/quiz.py",
             "helpers/language.py",
-            "helpers/editions.py",
-            "helpers/backward_recorder.py",
+            "helpers/tooling/editions.py",
+            "helpers/interactive/backward_recorder.py",
             "helpers/precision.py",
             "helpers/module_hooks.py",
             "helpers/exercises/grad_modes.py",

@@ -1,5 +1,6 @@
 """The course's notebooks, for parametrized tests."""
 
+import os
 from pathlib import Path
 
 from helpers.course import course_notebooks
@@ -10,3 +11,15 @@ IDS = [p.name for p in NOTEBOOKS]
 #: Both editions: the English notebooks, then their Chinese twins (notebooks/zh/).
 EVERY_EDITION = NOTEBOOKS + course_notebooks(FOLDER / "zh")
 EVERY_EDITION_IDS = [p.relative_to(FOLDER).as_posix() for p in EVERY_EDITION]
+
+
+def chosen(notebooks: list[Path]) -> list[Path]:
+    """The notebooks the tests that run notebooks run: all of them, or, for the one-notebook
+    check (`make test NB=07b`), those whose name starts with $COURSE_NOTEBOOK."""
+    prefix = os.environ.get("COURSE_NOTEBOOK", "")
+    return [p for p in notebooks if p.name.startswith(prefix)]
+
+
+#: The English notebooks that notebook-running tests run (every one, unless $COURSE_NOTEBOOK).
+CHOSEN = chosen(NOTEBOOKS)
+CHOSEN_IDS = [p.name for p in CHOSEN]

@@ -131,6 +131,145 @@ def test_steps() -> list[Step]:
     ]
 
 
+def find_notebook(name: str) -> Path:
+    """The English notebook `name` means: "07b", "07b_pipeline_and_data_parallel", or a path to
+    it or to its twin. Exits with the names to choose from when none or several match."""
+    from helpers.course import course_notebooks
+
+    stem = Path(name).name.removesuffix(".ipynb")
+    notebooks = course_notebooks(ROOT / "notebooks")
+    found = [p for p in notebooks if p.stem == stem] or [
+        p for p in notebooks if p.stem.split("_")[0] == stem
+    ]
+    if len(found) != 1:
+        names = ", ".join(p.stem.split("_")[0] for p in notebooks)
+        raise SystemExit(f"no single notebook is called {name!r}; choose one of: {names}")
+    return found[0]
+
+
+def imported_helpers(notebook: Path) -> set[str]:
+    """The helpers modules a notebook's code imports (`from helpers import x` counts the module
+    that holds x, as `helpers/__init__.py` says)."""
+    import ast
+
+    import nbformat
+
+    import helpers
+
+    found: set[str] = set()
+    for cell in nbformat.read(notebook, as_version=4).cells:
+        if cell.cell_type != "code":
+            continue
+        try:
+            tree = ast.parse("\n".join(
+                line for line in cell.source.splitlines() if not line.startswith(("%", "!"))
+            ))  # fmt: skip
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("helpers"):
+                for alias in node.names:
+                    if node.module == "helpers":
+                        home = helpers._HOME.get(alias.name, alias.name)  # a name or a module
+                        found.add(f"helpers.{home}")
+                    else:
+                        found.add(node.module)
+            elif isinstance(node, ast.Import):
+                found |= {a.name for a in node.names if a.name.startswith("helpers.")}
+    return found
+
+
+def unit_tests_of(modules: set[str]) -> list[str]:
+    """The unit test files of some helpers modules: tests/ mirrors helpers/ (helpers/a/b.py is
+    tested by tests/a/test_b.py), plus the tests `make mutate` measures each module with."""
+    from tests.mutate import MODULES
+
+    files = set()
+    for module in modules:
+        parts = module.split(".")[1:]
+        path = ROOT / "helpers" / Path(*parts)
+        source = path.with_suffix(".py") if path.with_suffix(".py").exists() else path
+        mirror = ROOT / "tests" / Path(*parts[:-1]) / f"test_{parts[-1]}.py"
+        if mirror.exists():
+            files.add(mirror.relative_to(ROOT).as_posix())
+        rel = source.relative_to(ROOT).as_posix()
+        files |= set(MODULES.get(rel, []))
+    return sorted(files)
+
+
+def notebook_steps(name: str) -> list[Step]:
+    """The one-notebook check: what a change to one notebook can break, and no more. Its Run All
+    offline (and on emulated Colab), its re-runs, its browser run, nbval on every CPU path, its
+    twin (in step, in nbval, re-run, in the browser), and the unit tests of the helpers it
+    imports; the whole suite stays CI's."""
+    notebook = find_notebook(name)
+    twin = ROOT / "notebooks" / "zh" / notebook.name
+    english, chinese = str(notebook.relative_to(ROOT)), str(twin.relative_to(ROOT))
+    prefix = notebook.stem.split("_")[0] + "_"
+    chosen = {"COURSE_NOTEBOOK": prefix}
+    pytest = [PYTHON, "-m", "pytest", "-q"]
+    units = unit_tests_of(imported_helpers(notebook))
+    return [
+        Step(
+            "lint", "one lint configuration", [PYTHON, "-m", "ruff", "check", *LINTED], expected=2
+        ),
+        Step(
+            "its helpers",
+            "the unit tests of the helpers it imports; both editions in step; its hygiene",
+            [
+                *pytest,
+                *units,
+                "tests/tooling/test_editions.py",
+                "tests/test_notebook_hygiene.py",
+                "tests/test_budgets.py",
+                "-m",
+                "not notebooks and not browser and not rerun",
+                "-k",
+                f"{prefix} or not ipynb",
+            ],
+            expected=40,
+        ),
+        Step(
+            "notebook runs",
+            "Run All offline, without dot; Colab emulated",
+            [
+                *pytest,
+                "tests/test_faults.py",
+                "tests/test_colab_emulation.py",
+                "-m",
+                "notebooks and not browser",
+            ],
+            env=chosen,
+            expected=60,
+        ),
+        Step(
+            "rerun",
+            "every cell run twice in a row explains itself; both editions",
+            [*pytest, "tests/test_rerun_notebooks.py", "-m", "rerun", "-k", "explains_itself"],
+            env=chosen,
+            expected=60,
+        ),
+        Step(
+            "browser",
+            "JupyterLab runs it in Chromium; both editions",
+            [*pytest, "tests/browser/test_browser.py", "-k", prefix],
+            env=chosen,
+            expected=60,
+        ),
+        *(
+            Step(
+                f"nbval-en{suffix}",
+                f"its committed outputs, {kernels}",
+                [PYTHON, *NBVAL, english],
+                env=env,
+                expected=15,
+            )
+            for suffix, kernels, env in KERNEL_SETS
+        ),
+        Step("nbval-zh", "its twin's committed outputs", [PYTHON, *NBVAL, chinese], expected=15),
+    ]
+
+
 def check_steps() -> list[Step]:
     """The fast loop: lint, and every unit test that executes no notebook and opens no browser."""
     return [s for s in test_steps() if s.name in {"lint", "unit"}]
@@ -164,11 +303,12 @@ def run_step(step: Step) -> Outcome:
     return Outcome(step, done.returncode, time.monotonic() - start, log)
 
 
-def summary(outcomes: list[Outcome], wall: float, jobs: int) -> str:
-    """The table printed at the end: each step's result and time, then the whole."""
+def summary(outcomes: list[Outcome], wall: float, jobs: int, order: list[str]) -> str:
+    """The table printed at the end: each step's result and time, in `order` (the steps' names
+    as listed), then the whole."""
     width = max(len(o.step.name) for o in outcomes)
     lines = [f"{'step':<{width}}  result  seconds  what it proves"]
-    for o in sorted(outcomes, key=lambda o: [s.name for s in ALL].index(o.step.name)):
+    for o in sorted(outcomes, key=lambda o: order.index(o.step.name)):
         result = "ok" if o.returncode == 0 else "FAILED"
         lines.append(f"{o.step.name:<{width}}  {result:<6}  {o.seconds:7.1f}  {o.step.proves}")
     busy = sum(o.seconds for o in outcomes)
@@ -197,7 +337,7 @@ def run(steps: list[Step], jobs: int) -> int:
             print(f"\n===== {outcome.step.name}: {result} in {outcome.seconds:.1f} s =====")
             print(" ".join(outcome.step.command))
             print(outcome.log.read_text(errors="replace").rstrip(), flush=True)
-    print("\n" + summary(outcomes, time.monotonic() - start, jobs))
+    print("\n" + summary(outcomes, time.monotonic() - start, jobs, [s.name for s in steps]))
     return 0 if all(o.returncode == 0 for o in outcomes) else 1
 
 
@@ -206,9 +346,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("which", choices=["test", "check"])
     parser.add_argument("--only", help="comma-separated step names")
+    parser.add_argument(
+        "--notebook", help="test: prove one notebook (e.g. 07b), not the whole course"
+    )
     parser.add_argument("--jobs", type=int, default=max(2, os.cpu_count() or 2))
     args = parser.parse_args(argv)
-    steps = test_steps() if args.which == "test" else check_steps()
+    if args.notebook and args.which != "test":
+        parser.error("--notebook goes with test: python -m tests.steps test --notebook 07b")
+    steps = check_steps() if args.which == "check" else test_steps()
+    if args.notebook:
+        steps = notebook_steps(args.notebook)
     if args.only:
         wanted = [name.strip() for name in args.only.split(",")]
         unknown = [n for n in wanted if n not in {s.name for s in steps}]

@@ -16,7 +16,7 @@ import pytest
 
 from tests import compat
 from tests.compat import PIN
-from tests.notebook_files import NOTEBOOKS
+from tests.notebook_files import CHOSEN
 
 pytestmark = pytest.mark.notebooks
 
@@ -73,7 +73,7 @@ def test_every_notebook_installs_what_colab_lacks_and_runs():
             str(python),
             str(ROOT / "tests" / "run_notebooks.py"),
             "--fake-colab",
-            *map(str, NOTEBOOKS),
+            *map(str, CHOSEN),
             str(CHINESE_TWIN),
         ],
         capture_output=True,
@@ -87,7 +87,8 @@ def test_every_notebook_installs_what_colab_lacks_and_runs():
     results = json.loads(done.stdout)
     for r in results:
         assert r["error"] is None, f"{r['notebook']} failed in the Colab emulation:\n{r['error']}"
-    assert "Running on Google Colab" in results[0]["text"]
+    if CHOSEN[0].name.startswith("00_"):  # 00's environment report says where it runs
+        assert "Running on Google Colab" in results[0]["text"]
     # The installed helpers carry their text files: the twin's quiz and tables speak Chinese.
     assert "道题；交互版" in results[-1]["text"] and "与之共享存储" in results[-1]["text"]
     versions = subprocess.run(

@@ -45,3 +45,36 @@ def test_the_reader_of_imports_sees_what_it_must(tmp_path, monkeypatch):
             layout.floors()
     finally:
         layout.modules.cache_clear()
+
+
+#: The issue's measure of a flat package that grew: at most this many modules beside the topic
+#: subpackages, and imports at most this many floors high.
+MOST_TOP_LEVEL_MODULES = 20
+MOST_FLOORS = 7
+
+
+def test_helpers_top_level_holds_at_most_twenty_modules_beside_its_subpackages():
+    top = layout.top_level_modules()
+    assert len(top) <= MOST_TOP_LEVEL_MODULES, top
+
+
+def test_the_imports_stand_at_most_seven_floors_high():
+    floors = layout.floors()
+    high = {m: f for m, f in floors.items() if f > MOST_FLOORS}
+    assert not high, f"more than {MOST_FLOORS} floors: {high}"
+
+
+def test_tests_mirror_helpers():
+    """Each subpackage of helpers/ has its tests in the folder of the same name in tests/, and a
+    test named after a module found only in a subpackage lives in that subpackage's folder."""
+    tests = layout.ROOT / "tests"
+    helpers = layout.HELPERS
+    for package in layout.subpackages():
+        assert (tests / package.name / "__init__.py").exists(), f"tests/{package.name}/"
+    stray = []
+    for test in tests.glob("test_*.py"):
+        module = test.stem.removeprefix("test_")
+        homes = [p.parent.name for p in helpers.glob(f"*/{module}.py")]
+        if homes and not (helpers / f"{module}.py").exists():
+            stray.append(f"tests/{test.name} -> tests/{homes[0]}/")
+    assert not stray, stray

@@ -87,7 +87,7 @@ def test_ci_runs_exactly_the_readme_test_command():
 #: Import name -> the distribution that provides it, where the two differ.
 DISTRIBUTION = {"PIL": "pillow", "IPython": "ipython", "yaml": "pyyaml"}
 #: Helper modules that are maintainer tooling (not imported by notebooks): dev extras suffice.
-TOOLING = {"helpers/course.py", "helpers/editions.py"}
+TOOLING = {"helpers/course.py", "helpers/tooling/editions.py", "helpers/tooling/code_text.py"}
 
 
 def _requirement_names(requirements):

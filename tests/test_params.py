@@ -327,9 +327,9 @@ def test_the_report_passes_the_title_to_figure_and_table():
 
 def test_a_redrawn_heatmap_figure_is_the_picture_a_new_one_would_be():
     """The optimizer lab redraws its heatmaps in place; the pixels must be a fresh figure's."""
-    from helpers.explorers import optimizer_run
+    from helpers.interactive.explorers import optimizer_run
+    from helpers.interactive.widget_pictures import widget_png
     from helpers.params import redraw_diff_figure
-    from helpers.widget_pictures import widget_png
 
     first, second = optimizer_run("SGD", 0.01), optimizer_run("Adam", 0.1, False)
     shown = first.figure()
@@ -341,7 +341,7 @@ def test_a_redrawn_heatmap_figure_is_the_picture_a_new_one_would_be():
 
 
 def test_a_figure_of_other_parameters_is_not_redrawn_in_place():
-    from helpers.explorers import optimizer_run
+    from helpers.interactive.explorers import optimizer_run
     from helpers.params import diff_figure, param_diff, redraw_diff_figure
 
     shown = optimizer_run().figure()
@@ -355,8 +355,8 @@ def test_a_figure_of_other_parameters_is_not_redrawn_in_place():
 
 
 def test_a_redraw_keeps_the_default_title_and_says_when_nothing_changed():
+    from helpers.interactive.widget_pictures import widget_png
     from helpers.params import diff_figure, param_diff, redraw_diff_figure
-    from helpers.widget_pictures import widget_png
 
     before = {"w": torch.zeros(2, 3), "b": torch.zeros(3)}
     moved = param_diff(before, {"w": torch.ones(2, 3), "b": torch.zeros(3)})
@@ -380,8 +380,8 @@ def test_a_redraw_refuses_other_shapes_and_an_empty_diff():
 
 
 def test_a_redraw_keeps_a_title_of_several_lines():
+    from helpers.interactive.widget_pictures import widget_png
     from helpers.params import diff_figure, param_diff, redraw_diff_figure
-    from helpers.widget_pictures import widget_png
 
     title = "a long title that the figure wraps onto more than one line, " * 2
     before = {"w": torch.zeros(2, 3)}

@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from helpers.exercises.check_yourself import check_order, check_question, engine_order
+from helpers.interactive.live import VIEW_MIME
 from helpers.quiz import (
     ALL_TOPICS,
     CHOICES,
@@ -21,7 +22,6 @@ from helpers.quiz import (
     reveal_html,
     score,
 )
-from helpers.widgets import VIEW_MIME
 from tests.text_edits import edit_feedback
 
 

@@ -100,7 +100,7 @@ def test_a_failing_step_fails_the_run_and_every_log_is_printed(capsys, tmp_path,
     out = capsys.readouterr().out
     assert "===== good: ok in" in out and "===== bad: FAILED (exit 1) in" in out
     assert "fine" in out and "NameError" in out
-    table = out[out.index("step  result"):].splitlines()
+    table = out[out.index("step  result") :].splitlines()
     assert table[1].startswith("good  ok") and table[2].startswith("bad   FAILED")
     assert table[3].startswith("all   FAILED") and "wall clock, 2 at a time" in table[3]
 
@@ -117,3 +117,46 @@ def test_only_names_unknown_steps_and_lists_the_real_ones(capsys):
         steps.main(["test", "--only", "nbval-fr"])
     err = capsys.readouterr().err
     assert "no step named nbval-fr" in err and "nbval-zh" in err
+
+
+def test_the_one_notebook_check_proves_that_notebook_in_both_editions():
+    chosen = steps.notebook_steps("07b")
+    names = [s.name for s in chosen]
+    assert names[0] == "lint" and {"rerun", "browser", "notebook runs", "nbval-zh"} <= set(names)
+    assert {"nbval-en", "nbval-en-avx2", "nbval-en-default"} <= set(names)  # every CPU path
+    by_name = {s.name: s for s in chosen}
+    english = "notebooks/07b_pipeline_and_data_parallel.ipynb"
+    assert by_name["nbval-en-avx2"].command[-1] == english
+    assert by_name["nbval-en-avx2"].env == {"ATEN_CPU_CAPABILITY": "avx2"}
+    assert by_name["nbval-zh"].command[-1] == "notebooks/zh/07b_pipeline_and_data_parallel.ipynb"
+    for name in ("rerun", "browser", "notebook runs"):
+        assert by_name[name].env == {"COURSE_NOTEBOOK": "07b_"}  # not 07_: that is another
+    units = by_name["its helpers"].command
+    assert "tests/ranks/test_launch.py" in units and "tests/exercises/test_engines.py" in units
+    assert "tests/interactive/test_widgets.py" not in units  # 07b shows no explorer
+
+
+def test_a_notebook_is_named_by_its_number_its_name_or_its_path():
+    expected = steps.ROOT / "notebooks" / "06b_split_learning_deeper.ipynb"
+    for name in (
+        "06b",
+        "06b_split_learning_deeper",
+        "notebooks/zh/06b_split_learning_deeper.ipynb",
+    ):
+        assert steps.find_notebook(name) == expected
+    with pytest.raises(SystemExit, match=r"no single notebook is called '6'.*06b"):
+        steps.find_notebook("6")
+
+
+def test_the_helpers_a_notebook_imports_map_to_their_tests():
+    imported = steps.imported_helpers(steps.find_notebook("03"))
+    assert {"helpers.interactive.widgets", "helpers.graph", "helpers.quiz"} <= imported
+    assert {"helpers.state", "helpers.checks"} <= imported  # from `from helpers import ...`
+    tests = steps.unit_tests_of({"helpers.interactive.widgets", "helpers.graph"})
+    assert tests == ["tests/interactive/test_widgets.py", "tests/test_graph.py"]
+
+
+def test_notebook_goes_with_test_only(capsys):
+    with pytest.raises(SystemExit):
+        steps.main(["check", "--notebook", "07b"])
+    assert "--notebook goes with test" in capsys.readouterr().err

@@ -7,8 +7,8 @@ from typing import Any
 
 import torch
 
-from helpers.backward_recorder import record_backward
 from helpers.checks import CheckResult, feedback
+from helpers.interactive.backward_recorder import record_backward
 from helpers.language import say
 from helpers.quiz import CHOICES, TOPICS, Question
 

@@ -17,12 +17,12 @@ from pathlib import Path
 import pytest
 
 from tests.ci import skip_or_fail
-from tests.notebook_files import IDS
+from tests.notebook_files import CHOSEN_IDS, IDS
 
 pytestmark = pytest.mark.browser
 
 #: The Chinese edition's twins, opened from JupyterLab's root (notebooks/) like the English ones.
-ZH_IDS = [f"zh/{name}" for name in IDS]
+ZH_IDS = [f"zh/{name}" for name in CHOSEN_IDS]
 
 sync_api = pytest.importorskip(
     "playwright.sync_api", reason="the browser tests need Playwright: pip install -e '.[dev]'"
@@ -371,7 +371,7 @@ def write_timings(screenshots):
     (screenshots / f"timings-{edition}.txt").write_text("\n".join(lines) + "\n")
 
 
-@pytest.mark.parametrize("name", IDS)
+@pytest.mark.parametrize("name", CHOSEN_IDS)
 def test_notebook_runs_in_jupyterlab(lab_page, screenshots, name):
     run_notebook_in_lab(lab_page, screenshots, name)
 

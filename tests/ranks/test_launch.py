@@ -15,7 +15,7 @@ import pytest
 from helpers.ranks.failures import DistributedRunError, failure_message
 from helpers.ranks.launch import doing, run_ranks, still_running
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 ROLES = {0: "first", 1: "second"}
 
 

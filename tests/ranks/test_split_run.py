@@ -26,7 +26,7 @@ from helpers.ranks import failures, launch, split_display, split_ranks
 from helpers.ranks import split_run as d
 from helpers.split import POST_INPUT, build_models
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 STEPS = 4
 
 

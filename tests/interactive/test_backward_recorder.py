@@ -1,9 +1,14 @@
-"""helpers.backward_recorder: a backward pass recorded node by node, and the stepper's frames."""
+"""helpers.interactive.backward_recorder: a backward pass recorded node by node, and the
+stepper's frames."""
 
 import pytest
 import torch
 
-from helpers.backward_recorder import backward_frame, default_backward_example, record_backward
+from helpers.interactive.backward_recorder import (
+    backward_frame,
+    default_backward_example,
+    record_backward,
+)
 
 DEFAULT_ORDER = [
     ("SumBackward0", "loss"),
@@ -123,7 +128,7 @@ def test_a_second_backward_is_told_in_its_first_sentence():
         f"After backward(): all 6 steps ran; the saved tensors were freed. A second backward() "
         f"{SECOND_TIME}"
     )
-    from helpers.backward_recorder import _first_line
+    from helpers.interactive.backward_recorder import _first_line
 
     assert _first_line("One sentence.") == "One sentence."
     assert _first_line("First part. Second part.\nMore.") == "First part."

@@ -1,10 +1,10 @@
-"""helpers.explorers: what the graph explorer and the optimizer lab compute."""
+"""helpers.interactive.explorers: what the graph explorer and the optimizer lab compute."""
 
 import pytest
 import torch
 
-from helpers import explorers
-from helpers.explorers import (
+from helpers.interactive import explorers
+from helpers.interactive.explorers import (
     ARRANGEMENTS,
     LOSSES,
     explore_graph,

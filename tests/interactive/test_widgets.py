@@ -1,20 +1,15 @@
-"""helpers.widgets: the thin ipywidgets over the explorers, the stepper and the lab."""
+"""helpers.interactive.widgets: the thin ipywidgets over the explorers, the stepper and the lab."""
 
 from pathlib import Path
 
 import pytest
 
-from helpers.backward_recorder import default_backward_example
-from helpers.explorers import ARRANGEMENTS, LOSSES, optimizer_run
-from helpers.widgets import (
-    VIEW_MIME,
-    WidgetFactory,
-    backward_stepper,
-    graph_explorer,
-    optimizer_lab,
-)
+from helpers.interactive.backward_recorder import default_backward_example
+from helpers.interactive.explorers import ARRANGEMENTS, LOSSES, optimizer_run
+from helpers.interactive.live import VIEW_MIME, WidgetFactory
+from helpers.interactive.widgets import backward_stepper, graph_explorer, optimizer_lab
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def moved_counts(run):
@@ -22,7 +17,7 @@ def moved_counts(run):
 
 
 LAB_TEXT_SCRIPT = """
-from helpers.widgets import optimizer_lab
+from helpers.interactive.widgets import optimizer_lab
 print(optimizer_lab()._repr_mimebundle_()["text/plain"])
 print(optimizer_lab(loss="per token")._repr_mimebundle_()["text/plain"])
 """
@@ -163,7 +158,7 @@ def test_widget_factory_shares_layouts_and_styles():
 
 
 def test_only_the_ipywidgets_api_common_to_7_and_8():
-    for name in ("widgets.py", "quiz.py"):
+    for name in ("interactive/widgets.py", "interactive/live.py", "quiz.py"):
         source = (ROOT / "helpers" / name).read_text()
         for eight_only in ("tooltip", "TagsInput", "Stack(", "description_allow_html"):
             assert eight_only not in source, (name, eight_only)

@@ -1,8 +1,9 @@
 """What the graph explorer and the optimizer lab compute, as plain functions that pytest calls.
 
-The widgets in `helpers.widgets` only read their controls, call one of these functions and put the
-returned picture and table on screen (drawn by `helpers.widget_pictures`). Everything here is
-ordinary data: code text, tensors, `AutogradGraph`s, `Table`s.
+The widgets in `helpers.interactive.widgets` only read their controls, call one of these
+functions and put the returned picture and table on screen (drawn by
+`helpers.interactive.widget_pictures`). Everything here is ordinary data: code text, tensors,
+`AutogradGraph`s, `Table`s.
 
 - `explore_graph`: the graph explorer's program (a cut between two models) for one setting of its
   toggles, actually run, with its graph and `tensor_state` table.
@@ -11,7 +12,7 @@ ordinary data: code text, tensors, `AutogradGraph`s, `Table`s.
   what each `step()` call moved and which parameters moved by how much (with the post's loss, or
   with the per-token loss it meant).
 
-The backward stepper's logic is `helpers.backward_recorder`.
+The backward stepper's logic is `helpers.interactive.backward_recorder`.
 """
 
 from __future__ import annotations

@@ -1,12 +1,12 @@
-"""helpers.widget_pictures: the explorers' HTML panes and static SVG snapshots."""
+"""helpers.interactive.widget_pictures: the explorers' HTML panes and static SVG snapshots."""
 
 import xml.etree.ElementTree as ET
 
 import pytest
 
-from helpers import widget_pictures
-from helpers.explorers import explore_graph, optimizer_run
-from helpers.widget_pictures import compact_png, graph_html, snapshot_svg
+from helpers.interactive import widget_pictures
+from helpers.interactive.explorers import explore_graph, optimizer_run
+from helpers.interactive.widget_pictures import compact_png, graph_html, snapshot_svg
 
 
 def test_snapshot_svg_is_one_valid_picture_with_the_text():
@@ -46,7 +46,7 @@ def test_without_dot_the_pictures_fall_back_to_text(monkeypatch):
 def test_a_chinese_title_is_as_wide_as_it_is_drawn_and_set_in_a_chinese_font():
     import re
 
-    from helpers import widget_pictures
+    from helpers.interactive import widget_pictures
 
     latin, chinese = snapshot_svg("abcd", title="abcd"), snapshot_svg("abcd", title="计算图探索器")
     width = [float(re.search(r'<svg[^>]*\bwidth="([0-9.]+)"', s)[1]) for s in (latin, chinese)]
@@ -59,7 +59,7 @@ def test_a_chinese_title_is_as_wide_as_it_is_drawn_and_set_in_a_chinese_font():
 def test_a_widgets_snapshot_carries_its_text_form_as_its_title():
     from types import SimpleNamespace
 
-    from helpers.widgets import LiveWidget
+    from helpers.interactive.live import LiveWidget
 
     live = LiveWidget(SimpleNamespace(model_id="m"), text="Lab: lr=0.1", svg=snapshot_svg("a"))
     svg = live._repr_mimebundle_()["image/svg+xml"]

@@ -1,9 +1,11 @@
 """Interactive explorers: thin ipywidgets over plain functions that pytest calls.
 
-What they compute lives in `helpers.explorers` (graph explorer, optimizer lab) and
-`helpers.backward_recorder` (backward stepper); how it is drawn, in `helpers.widget_pictures`.
+What they compute lives in `helpers.interactive.explorers` (graph explorer, optimizer lab) and
+`helpers.interactive.backward_recorder` (backward stepper); how it is drawn, in
+`helpers.interactive.widget_pictures`; a widget and its picture as one output, in
+`helpers.interactive.live`.
 
-    from helpers.widgets import graph_explorer, backward_stepper, optimizer_lab
+    from helpers.interactive.widgets import graph_explorer, backward_stepper, optimizer_lab
     graph_explorer()
 
 Each explorer is one output whose bundle carries the live widget *and* a static snapshot of its
@@ -24,14 +26,14 @@ from typing import Any
 
 import torch
 
-from helpers.backward_recorder import (
+from helpers.interactive.backward_recorder import (
     BackwardRecord,
     Frame,
     backward_frame,
     default_backward_example,
     record_backward,
 )
-from helpers.explorers import (
+from helpers.interactive.explorers import (
     ARRANGEMENTS,
     LOSSES,
     OPTIMIZERS,
@@ -40,30 +42,19 @@ from helpers.explorers import (
     explore_graph,
     optimizer_run,
 )
-from helpers.graph import svg_titled
+from helpers.interactive.live import LiveWidget, WidgetFactory, hint
+from helpers.interactive.widget_pictures import figure_html, graph_html, snapshot_svg, table_html
 from helpers.language import say
 from helpers.params import redraw_diff_figure
-from helpers.widget_pictures import figure_html, graph_html, snapshot_svg, table_html
 
 __all__ = [
-    "VIEW_MIME",
     "BackwardStepper",
     "GraphExplorer",
-    "LiveWidget",
     "OptimizerLab",
-    "WidgetFactory",
     "backward_stepper",
     "graph_explorer",
     "optimizer_lab",
 ]
-
-VIEW_MIME = "application/vnd.jupyter.widget-view+json"
-
-
-def hint() -> str:
-    """The line above a widget's static snapshot, in the learner's language."""
-    return say("common", "widgets.hint")
-
 
 def _pre(text: str) -> str:
     return (
@@ -74,101 +65,6 @@ def _pre(text: str) -> str:
 
 def _caption(text: str) -> str:
     return f'<div style="font-size: 13px; margin: 4px 0">{html.escape(text)}</div>'
-
-
-class LiveWidget:
-    """A widget plus a static snapshot of its initial state, displayed as one output.
-
-    The bundle holds the widget view (what Jupyter renders live), `image/svg+xml` and/or
-    `text/html` (what static viewers render instead) and `text/plain` (compared by nbval).
-    """
-
-    def __init__(
-        self,
-        widget: Any,
-        *,
-        text: str,
-        svg: str | None = None,
-        html_fallback: str | None = None,
-    ) -> None:
-        self.widget = widget
-        self.snapshot_text = text
-        self.snapshot_svg = svg
-        self.snapshot_html = html_fallback
-
-    def __repr__(self) -> str:
-        return self.snapshot_text
-
-    def _repr_mimebundle_(self, include=None, exclude=None, **_) -> dict[str, Any]:
-        bundle: dict[str, Any] = {
-            VIEW_MIME: {"version_major": 2, "version_minor": 0, "model_id": self.widget.model_id},
-            "text/plain": self.snapshot_text,
-        }
-        if self.snapshot_svg is not None:
-            bundle["image/svg+xml"] = svg_titled(self.snapshot_svg, self.snapshot_text)
-        if self.snapshot_html is not None:
-            bundle["text/html"] = self.snapshot_html
-        return bundle
-
-
-def _widgets():
-    import ipywidgets  # imported on first use: `import helpers` stays light
-
-    return ipywidgets
-
-
-class WidgetFactory:
-    """Makes widgets that share one default Layout and one style model per widget class.
-
-    A notebook saves the state of every widget model; by default each widget brings its own
-    Layout and style model (about 1 KB each). Sharing them keeps the saved state small.
-    """
-
-    def __init__(self) -> None:
-        w = _widgets()
-        self.layout = w.Layout()
-        self.styles: dict[type, Any] = {}
-        self._row_layout: Any = None
-        self._checkbox_layout: Any = None
-
-    def __call__(self, name: str, layout: Any = None, **kwargs: Any) -> Any:
-        """A new ipywidgets.<name>(**kwargs) with the shared layout and style when not given."""
-        cls = getattr(_widgets(), name)
-        kwargs["layout"] = layout if layout is not None else self.layout
-        if "style" not in kwargs and cls in self.styles:
-            kwargs["style"] = self.styles[cls]
-        widget = cls(**kwargs)
-        if getattr(widget, "style", None) is not None:
-            self.styles.setdefault(cls, widget.style)
-        return widget
-
-    @staticmethod
-    def new_layout(**kwargs: Any) -> Any:
-        """A Layout of its own, e.g. new_layout(width="80px"), to share among a few widgets."""
-        return _widgets().Layout(**kwargs)
-
-    def row(self, children: list[Any]) -> Any:
-        """An HBox that wraps its children onto the next line when the notebook is narrow."""
-        if self._row_layout is None:
-            self._row_layout = self.new_layout(
-                flex_flow="row wrap", align_items="flex-start", grid_gap="12px"
-            )
-        return self("HBox", children=children, layout=self._row_layout)
-
-    def checkbox(self, description: str, value: bool) -> Any:
-        """A checkbox whose whole description shows (no indent, natural width)."""
-        if self._checkbox_layout is None:
-            self._checkbox_layout = self.new_layout(width="auto", margin="0 18px 0 0")
-        cls = _widgets().Checkbox
-        style = self.styles.get(cls, {"description_width": "initial"})
-        return self(
-            "Checkbox",
-            value=value,
-            description=description,
-            indent=False,
-            style=style,
-            layout=self._checkbox_layout,
-        )
 
 
 class GraphExplorer(LiveWidget):

@@ -1,4 +1,4 @@
-"""helpers.editions: the Chinese twins stay in step with the English notebooks."""
+"""helpers.tooling.editions: the Chinese twins stay in step with the English notebooks."""
 
 import json
 import re
@@ -6,8 +6,9 @@ import re
 import nbformat
 import pytest
 
-from helpers import course, editions
-from helpers.editions import build_twin, english_hash, problems, todo, translate, twin_path
+from helpers import course
+from helpers.tooling import editions
+from helpers.tooling.editions import build_twin, english_hash, problems, todo, translate, twin_path
 from tests.notebook_files import NOTEBOOKS
 
 
@@ -471,7 +472,7 @@ def test_the_command_line_checks_the_notebooks_it_is_given_and_says_what_is_wron
     assert "叶子节点" in capsys.readouterr().out  # the translation to revise, readable
     for wrong in ([], ["nope"], ["english"], ["todo"]):
         assert editions.main(wrong) == 2
-        assert "python -m helpers.editions check" in capsys.readouterr().out
+        assert "python -m helpers.tooling.editions check" in capsys.readouterr().out
 
 
 def test_the_committed_twins_carry_marks_this_module_recognises():

@@ -1,15 +1,16 @@
 """The Chinese edition: every English notebook's twin in notebooks/zh/, in step by construction.
 
-    python -m helpers.editions build [NOTEBOOK ...]   (make zh) rebuild twins from the English
-    python -m helpers.editions todo NOTEBOOK          the cells to translate, as JSON
-    python -m helpers.editions translate NOTEBOOK FILE.json   put translations in, marked
-    python -m helpers.editions check                  what is out of step (exit 1 if anything)
-    python -m helpers.editions english NOTEBOOK       output lines of a twin still in English prose
+    python -m helpers.tooling.editions build [NOTEBOOK ...]   (make zh) rebuild twins
+    python -m helpers.tooling.editions todo NOTEBOOK          the cells to translate, as JSON
+    python -m helpers.tooling.editions translate NOTEBOOK FILE.json   put translations in
+    python -m helpers.tooling.editions check                  what is out of step (exit 1 if so)
+    python -m helpers.tooling.editions english NOTEBOOK       a twin's output lines in English
 
 A twin has the English notebook's cells, in the same order and with the same ids. Its code cells
-are the English code, with its comments and printed strings said in Chinese (`helpers.code_text`:
-the twin's `metadata.translation.code` maps each English comment or string to its translation,
-and `make zh` puts them in, so the code itself cannot drift); its Markdown cells are translations,
+are the English code, with its comments and printed strings said in Chinese
+(`helpers.tooling.code_text`: the twin's `metadata.translation.code` maps each English comment
+or string to its translation, and `make zh` puts them in, so the code itself cannot drift); its
+Markdown cells are translations,
 each marked with the hash of the English text it translates (`metadata.translation.en`), so a
 change to the English after its translation is found ("stale"). The twin is then executed
 (`make zh`): helpers speak Chinese there (`helpers.language`), so a quiz or a table heading reads
@@ -30,7 +31,6 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from helpers import code_text
 from helpers.course import (
     BADGE_TAG,
     EDITIONS,
@@ -44,6 +44,7 @@ from helpers.course import (
     setup_cell_source,
     sync_notebook,
 )
+from helpers.tooling import code_text
 
 __all__ = [
     "TRANSLATION",

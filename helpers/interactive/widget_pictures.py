@@ -6,8 +6,8 @@
 - `snapshot_svg`: graphs, figures, tables and text stacked into one SVG picture: what GitHub,
   nbviewer and nbconvert show for a widget, which they cannot run.
 
-Nothing here computes what the explorers show (`helpers.explorers` and
-`helpers.backward_recorder` do); this module only draws it.
+Nothing here computes what the explorers show (`helpers.interactive.explorers` and
+`helpers.interactive.backward_recorder` do); this module only draws it.
 """
 
 from __future__ import annotations
