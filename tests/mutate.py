@@ -168,15 +168,12 @@ REMEASURE: dict[str, str] = {
         for module in (
             "helpers/graph.py",
             "helpers/params.py",
-            "helpers/checks.py",
-            "helpers/split.py",
+                "helpers/split.py",
             "helpers/quiz.py",
-            "helpers/language.py",
-            "helpers/tooling/editions.py",
+                "helpers/tooling/editions.py",
             "helpers/interactive/backward_recorder.py",
             "helpers/precision.py",
-            "helpers/module_hooks.py",
-            "helpers/exercises/grad_modes.py",
+                "helpers/exercises/grad_modes.py",
             "helpers/exercises/split_backward.py",
         )
     },

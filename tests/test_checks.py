@@ -168,3 +168,45 @@ def test_an_error_line_is_the_type_and_the_first_line_without_torchs_tail():
     err = RuntimeError("first line (Triggered internally at foo.cpp:12)\nsecond line")
     assert error_line(err) == "RuntimeError: first line"
     assert error_line(ValueError()) == "ValueError: "
+
+
+# --- an exercise not yet written: only its source tells -------------------------------------------
+
+
+def _placeholder(x):
+    """The learner's exercise, not written yet."""
+    ...
+
+
+def _bare_placeholder(x): ...
+
+
+def _written(x):
+    """Written: it returns something."""
+    return x
+
+
+def _docstring_only(x):
+    """Only a docstring: it returns None too, but it is not the exercise's `...`."""
+
+
+def _ellipsis_and_more(x):
+    ...
+    return x
+
+
+def _other_constant(x):
+    """A constant that is not `...`."""
+    0  # noqa: B018 (the case under test: a constant that is not ...)
+
+
+def test_only_a_placeholder_is_a_body_of_a_docstring_and_an_ellipsis():
+    from helpers.checks import only_a_placeholder
+
+    assert only_a_placeholder(_placeholder) and only_a_placeholder(_bare_placeholder)
+    assert not only_a_placeholder(_written)
+    assert not only_a_placeholder(_docstring_only)
+    assert not only_a_placeholder(_ellipsis_and_more)
+    assert not only_a_placeholder(_other_constant)
+    assert not only_a_placeholder(len)  # a builtin: no source to read
+    assert not only_a_placeholder(lambda x: ...)  # a lambda's line is an assignment: no body

@@ -281,3 +281,16 @@ def test_the_command_line_prints_hash_skeleton_and_status(text_root, capsys, mon
     for wrong in (["status", "fr"], ["skeleton", "fr", "common"], ["hash", "common"], []):
         assert language.main(wrong) == 2
         assert "python -m helpers.language status zh" in capsys.readouterr().out
+
+
+def test_say_in_speaks_the_language_asked_for_whatever_the_learners_is():
+    from helpers.language import say, say_in, set_language
+
+    english = say("common", "figures.training_step")
+    set_language("zh")
+    try:
+        chinese = say("common", "figures.training_step")
+        assert say_in("en", "common", "figures.training_step") == english != chinese
+        assert say_in("zh", "common", "figures.training_step") == chinese
+    finally:
+        set_language("en")
