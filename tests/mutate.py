@@ -166,14 +166,10 @@ REMEASURE: dict[str, str] = {
         module: "changed since 2026-12-02's run (figures in the edition's language, the graphs' "
         "Chinese faces, the twins' translated code); queued for a run of its own"
         for module in (
-            "helpers/graph.py",
-            "helpers/params.py",
-                "helpers/split.py",
+                        "helpers/split.py",
             "helpers/quiz.py",
                 "helpers/tooling/editions.py",
-            "helpers/interactive/backward_recorder.py",
-            "helpers/precision.py",
-                "helpers/exercises/grad_modes.py",
+                        "helpers/exercises/grad_modes.py",
             "helpers/exercises/split_backward.py",
         )
     },

@@ -564,3 +564,23 @@ def test_a_graph_picture_carries_its_text_form_as_its_title():
     title = re.match(r"<title>([^<]*)</title>", svg[root.end() :])
     assert title and title[1] == text.strip().replace("<", "&lt;").replace(">", "&gt;")
     assert graph_module.svg_titled("<p>no picture</p>", "x") == "<p>no picture</p>"
+
+
+def test_a_titled_svg_keeps_quotes_as_text_and_escapes_markup():
+    from helpers.graph import svg_titled
+
+    svg = '<svg width="10"><g/></svg>'
+    titled = svg_titled(svg, ' loss = "per token" <mean> ')
+    assert titled == '<svg width="10"><title>loss = "per token" &lt;mean&gt;</title><g/></svg>'
+    assert svg_titled("no picture here", "text") == "no picture here"
+
+
+def test_the_titles_font_is_the_chinese_one_only_in_chinese():
+    from helpers.language import set_language
+
+    assert graph_module.title_font() == graph_module.TITLE_FONT
+    set_language("zh")
+    try:
+        assert graph_module.title_font() == graph_module.CHINESE_TITLE_FONT
+    finally:
+        set_language("en")

@@ -390,3 +390,21 @@ def test_a_redraw_keeps_a_title_of_several_lines():
     later = param_diff(before, {"w": -torch.ones(2, 3)})
     assert redraw_diff_figure(shown, later, title)
     assert widget_png(shown) == widget_png(diff_figure(later, title=title))
+
+
+def test_a_figure_title_wraps_at_its_width_a_chinese_one_at_half():
+    """TITLE_CHARS_PER_INCH Latin characters an inch; a title that is mostly Chinese (over a
+    third of its characters wide) gets half as many, and never fewer than 8."""
+    from helpers import params
+
+    per_inch = params.TITLE_CHARS_PER_INCH
+    english = "how far each parameter moved in one optimizer step " * 2
+    assert max(map(len, params._title_lines(english, 5))) <= 5 * per_inch
+    assert max(map(len, params._title_lines(english, 5))) > 5 * per_inch // 2
+    chinese = "每个参数在一次优化器更新中移动了多少" * 3
+    assert len(params._title_lines(chinese, 5)[0]) == 5 * per_inch // 2
+    assert len(params._title_lines(chinese, 1)[0]) == 8  # the floor
+    third = "中ab" * 10  # exactly a third wide: still Latin's width
+    assert len(params._title_lines(third, 1)[0]) == per_inch
+    between = "中中abcde" * 6  # wide, but under a third
+    assert len(params._title_lines(between, 1)[0]) == per_inch
