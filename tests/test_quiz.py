@@ -6,6 +6,7 @@ from dataclasses import replace
 import pytest
 import torch
 
+from helpers import quiz as quiz_module
 from helpers.exercises.check_yourself import check_order, check_question, engine_order
 from helpers.interactive.live import VIEW_MIME
 from helpers.quiz import (
@@ -685,3 +686,25 @@ def test_an_optional_notebook_topic_is_quizzed_but_not_in_the_final_check():
         assert optional.match(notebook), notebook
     assert not any(optional.match(notebook) for notebook in TOPICS.values())
     assert ALL_TOPICS == {**TOPICS, **OPTIONAL_TOPICS}
+
+
+def test_the_score_numbers_from_one_shows_itself_and_skips_what_is_unanswered():
+    import html
+
+    board = score("backward", "detach")  # 4 questions, then 3
+    assert board.label.value == html.escape(board.summary())  # from the start, not only later
+    assert "autograd-score" in board.label._dom_classes  # the browser test finds it by it
+    bundle = board._repr_mimebundle_()
+    assert bundle[VIEW_MIME]["model_id"] == board.label.model_id
+    assert bundle["text/plain"] == repr(board) == board.summary()
+    assert bundle["text/html"] == f"<p>{html.escape(board.summary())}</p>"
+    for shown in (quiz("backward"), quiz("detach", start=5)):  # each first question, wrong
+        shown.answer(0, "no" if shown.observed[0].answer == "yes" else "yes")
+    assert board.counts() == (2, 0, [1, 5])  # 2 to 4 unanswered, and counted past
+    assert board.summary().endswith("Missed: 1, 5. Reread notebooks 02, 03.")
+
+
+def test_a_question_is_known_by_its_id_else_by_its_prompt():
+    first = questions("backward")[0]
+    assert quiz_module._key(first) == first.id != first.prompt
+    assert quiz_module._key(replace(first, id=None)) == first.prompt

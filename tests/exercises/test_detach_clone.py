@@ -7,7 +7,6 @@ import torch
 
 from helpers.checks import CheckResult
 from helpers.exercises.detach_clone import check_cut, check_sgd_update, check_snapshot
-from tests.text_edits import edit_feedback
 
 
 def placeholder(*_):
@@ -348,22 +347,6 @@ def test_sgd_warnings_are_reported():
     assert check_sgd_update(warns).messages == ["PyTorch warned: careful"]
     assert check_sgd_update(42).messages == [
         "pass the function itself: check_sgd_update(sgd_update), not a int."
-    ]
-
-
-# --- the text comes from the notebook's text file ------------------------------------------------
-
-
-def test_the_feedback_text_comes_from_the_notebooks_toml(monkeypatch):
-    """The messages are read from [feedback] in helpers/text/en/03_detach_and_clone.toml:
-    a string edited there (words reordered, placeholders kept) is what the checker says."""
-    edit_feedback(
-        monkeypatch,
-        "03_detach_and_clone",
-        {"returns_placeholder": "build it from {source}: {name} still returns `...`"},
-    )
-    assert check_snapshot(placeholder).messages == [
-        "build it from w: take_snapshot(w) still returns `...`"
     ]
 
 

@@ -5,7 +5,7 @@ import torch
 from torch import nn
 
 from helpers.exercises.freeing import check_kept_alive, check_one_backward
-from tests.text_edits import edit_feedback
+from tests.exercises.common import text
 from tests.torch_threads import one_thread  # noqa: F401 (autouse fixture)
 
 
@@ -39,10 +39,6 @@ def make_mlp(width: int, depth: int) -> nn.Sequential:
 
 def one(fn):
     return check_one_backward(fn, make_net, X, LABELS)
-
-
-def text(result) -> str:
-    return " ".join(result.messages)
 
 
 # check_one_backward
@@ -364,11 +360,3 @@ def test_checkers_leave_the_random_state_alone():
     one(lambda loss, z: (loss + z).backward())
     check_kept_alive(lambda b, w, d: d * b * w * 4, make_mlp)
     assert torch.equal(torch.rand(3), expected)
-
-
-def test_messages_come_from_the_text_file(monkeypatch):
-    """The feedback is read from helpers/text/en/05_freeing_the_graph.toml, not written in code."""
-    edit_feedback(monkeypatch, "05_freeing_the_graph", {"graph_retained": "kept {held} bytes"})
-    assert one(lambda loss, z: (loss + z).backward(retain_graph=True)).messages == [
-        "kept 148 bytes"
-    ]

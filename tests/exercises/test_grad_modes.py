@@ -8,7 +8,6 @@ from torch import nn
 
 from helpers.checks import CheckResult
 from helpers.exercises.grad_modes import check_freeze_middle, check_real_leaf, check_train
-from tests.text_edits import edit_feedback
 
 
 def only_hint(result: CheckResult, fragment: str) -> None:
@@ -444,13 +443,6 @@ def removes_middle(model):
 )
 def test_freeze_messages_in_full(answer, message):
     assert check_freeze_middle(answer).messages == [message]
-
-
-def test_feedback_text_comes_from_the_notebook_text_file(monkeypatch):
-    edit_feedback(
-        monkeypatch, "08_grad_modes_and_why_nothing_learns", {"returned_none": "{call} -> None?"}
-    )
-    assert check_real_leaf(lambda v: None).messages == ["make_weight(values) -> None?"]
 
 
 @pytest.mark.parametrize(

@@ -10,12 +10,7 @@ from torch.func import hessian as imported_hessian  # bound before a checker can
 from torch.utils.checkpoint import checkpoint
 
 from helpers.exercises.higher_order import check_checkpointed, check_hvp, check_softsign
-from tests.text_edits import edit_feedback
-
-
-def text(result) -> str:
-    return " ".join(result.messages)
-
+from tests.exercises.common import text
 
 # check_hvp
 
@@ -560,11 +555,6 @@ def test_checkers_leave_the_random_state_alone():
     check(each_block())
     check_hvp(hvp_double_backward)
     assert torch.equal(torch.rand(3), expected)
-
-
-def test_feedback_text_comes_from_the_notebook_text_file(monkeypatch):
-    edit_feedback(monkeypatch, "09_past_first_order", {"hvp_not_a_tensor": "{type}? no"})
-    assert check_hvp(lambda f, x, v: "Hv").messages == ["str? no"]
 
 
 class SavedTuple(torch.autograd.Function):

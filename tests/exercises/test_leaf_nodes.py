@@ -11,13 +11,8 @@ from helpers.exercises.leaf_nodes import (
     check_leaves_of,
     kind_of,
 )
-from tests.text_edits import edit_feedback
+from tests.exercises.common import text
 from tests.torch_threads import one_thread  # noqa: F401 (autouse fixture)
-
-
-def text(result):
-    return "\n".join(result.messages)
-
 
 # --- kind_of / check_kinds ----------------------------------------------------------------------
 
@@ -479,24 +474,6 @@ def test_items_that_are_not_tensors_are_named_for_every_graph():
     result = check_leaves_of(lambda t: [1, "w"])
     assert len(result.messages) == 6
     assert result.messages[0] == "on y = (w * x).sum(), leaves_of returned int, str; return tensors"
-
-
-# --- the text comes from the notebook's text file ------------------------------------------------
-
-
-def test_the_feedback_text_comes_from_the_notebooks_toml(monkeypatch):
-    """The messages are read from [feedback] in helpers/text/en/01_leaf_nodes.toml:
-    a string edited there (words reordered, placeholders kept) is what the checker says."""
-    edit_feedback(
-        monkeypatch,
-        "01_leaf_nodes",
-        {"kinds_success": "{count} of {count} right.", "unfilled": "still to predict: {names}"},
-    )
-    tensors = {"p": nn.Parameter(torch.ones(2)), "q": torch.zeros(2)}
-    assert repr(check_kinds({"p": "leaf, requires grad", "q": "leaf, no grad"}, **tensors)) == (
-        "✅ 2 of 2 right."
-    )
-    assert check_kinds({"p": ...}, **tensors).messages[0] == "still to predict: p, q"
 
 
 @pytest.mark.parametrize(("returned", "shown"), [(..., "Ellipsis"), (None, "None")])

@@ -7,11 +7,7 @@ import pytest
 import torch
 
 from helpers.exercises.leakage import CASES, check_clip, clip_reference
-from tests.text_edits import edit_feedback
-
-
-def text(result):
-    return "\n".join(result.messages)
+from tests.exercises.common import text
 
 
 def solution(grad, max_norm):
@@ -206,15 +202,6 @@ def test_the_cases_are_not_changed_by_a_checker_run():
     before = [g.clone() for g, _ in CASES]
     check_clip(lambda g, c: g.mul_(0.5))
     assert all(torch.equal(a, g) for a, (g, _) in zip(before, CASES, strict=True))
-
-
-def test_messages_come_from_the_text_file(monkeypatch):
-    """The feedback is read from helpers/text/en/07_split_across_processes.toml, not written in
-    code."""
-    edit_feedback(
-        monkeypatch, "07_split_across_processes", {"clip_not_function": "no function: {type}"}
-    )
-    assert check_clip(3).messages == ["no function: int"]
 
 
 def test_only_the_zero_row_off_is_named_as_the_zero_row():

@@ -12,7 +12,6 @@ from helpers.exercises.precision import (
     check_amp_step,
     right_step,
 )
-from tests.text_edits import edit_feedback
 
 
 def loss_of(net, x, y):
@@ -126,11 +125,6 @@ def test_the_third_batch_overflows_once_scaled():
     batches = amp_batches()
     assert len(batches) == 4 and batches[2][0][0, 0] == 1e5
     assert torch.equal(batches[0][0], batches[3][0])
-
-
-def test_the_feedback_comes_from_the_text_file(monkeypatch):
-    edit_feedback(monkeypatch, "09b_mixed_precision_and_module_hooks", {"no_clip": "EDITED"})
-    assert said(MISTAKES["no_clip"])[1] == "EDITED"
 
 
 def test_the_batches_are_seeded_apart_from_the_network():

@@ -21,7 +21,7 @@ from helpers.split import (
     post_tensors,
     run_split,
 )
-from tests.text_edits import edit_feedback
+from tests.exercises.common import text
 from tests.torch_threads import one_thread  # noqa: F401 (autouse fixture)
 
 TOKENS, LABEL = post_tensors()
@@ -34,10 +34,6 @@ def forward(models, cut_fn=cut, tokens=TOKENS):
     ff2 = cut_fn(f2)
     _, loss = models.model3(ff2, LABEL)
     return f1, ff1, f2, ff2, loss
-
-
-def text(result):
-    return "\n".join(result.messages)
 
 
 # --- exercise 1: hand the gradients back ----------------------------------------------------------
@@ -342,17 +338,6 @@ def test_token_loss_sum_detached_and_wrong():
 
 def test_token_loss_bad_out_never_raises():
     assert "shape [1, 5, 3]" in text(check_token_loss(..., ONES, ...))
-
-
-def test_messages_come_from_the_text_file(monkeypatch):
-    """The feedback is read from helpers/text/en/06_split_backward_three_models.toml (06b's too),
-    not written in code."""
-    edit_feedback(
-        monkeypatch,
-        "06_split_backward_three_models",
-        {"grads_missing": "model {k}, nothing: {how}", "how_stage1": "run f1.backward"},
-    )
-    assert handoff(right2).messages == ["model 1, nothing: run f1.backward"]
 
 
 # --- messages in full, and inputs other than the post's ------------------------------------------
