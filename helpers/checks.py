@@ -49,13 +49,16 @@ def error_line(err: BaseException) -> str:
     return f"{type(err).__name__}: {lines[0] if lines else ''}"
 
 
-def brief_message(message: str) -> str:
+def brief_message(message: str, *, warning: bool = False) -> str:
     """A message the course has shown in full elsewhere, cut to its first sentence and a pointer
-    to where the full text is; any other message cleaned (`clean_message`)."""
+    to where the full text is; any other message cleaned (`clean_message`). `warning=True` for a
+    warning's message: the pointer then calls it a warning, not an error (Chinese tells the two
+    apart: 警告, 报错)."""
     text = clean_message(message)
+    key = "checks.shown_in_full_warning" if warning else "checks.shown_in_full"
     for first_sentence, notebook in SHOWN_IN_FULL.items():
         if text.startswith(first_sentence) and text != first_sentence:
-            return f"{first_sentence} " + say("common", "checks.shown_in_full", notebook=notebook)
+            return f"{first_sentence} " + say("common", key, notebook=notebook)
     return text
 
 
@@ -176,7 +179,9 @@ def expect_warning(
         wanted = _name(category) + (f" matching {match!r}" if match else "")
         raise AssertionError(f"expected a {wanted}, but none was raised")
     for w in result.caught:
-        text = clean_message(str(w.message)) if full else brief_message(str(w.message))
+        text = (
+            clean_message(str(w.message)) if full else brief_message(str(w.message), warning=True)
+        )
         print(_as_expected(w.category.__name__, text))
 
 

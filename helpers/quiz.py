@@ -150,7 +150,7 @@ class Question:
                         _ui("probe_is", probe=self.probe, value=bool(value)),
                     )
         seen = tuple(
-            f"{w.category.__name__}: {brief_message(str(w.message)).splitlines()[0]}"
+            f"{w.category.__name__}: {brief_message(str(w.message), warning=True).splitlines()[0]}"
             for w in caught
         )
         return Observation(observed.answer, observed.detail, seen, self._fill(namespace))

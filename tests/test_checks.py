@@ -110,6 +110,26 @@ def test_the_non_leaf_warning_is_shown_in_full_once_then_by_its_first_sentence(c
     )
 
 
+def test_the_pointer_calls_a_warning_a_warning_where_the_language_tells_them_apart(capsys):
+    from helpers.language import set_language
+
+    sentence = next(iter(SHOWN_IN_FULL))
+    message = f"{sentence} More of torch's text."
+    english = f"{sentence} [… torch's full text is shown in 01_leaf_nodes]"
+    assert brief_message(message) == brief_message(message, warning=True) == english
+    set_language("zh")
+    try:
+        warned = brief_message(message, warning=True)
+        assert warned == f"{sentence} [……torch 的完整警告见笔记本 01_leaf_nodes]"
+        assert brief_message(message) == f"{sentence} [……torch 的完整报错见笔记本 01_leaf_nodes]"
+        h = torch.ones(2, requires_grad=True) * 2
+        with expect_warning(UserWarning, match="not a leaf"):
+            assert h.grad is None
+        assert capsys.readouterr().out == f"UserWarning（意料之中）：{warned}\n"
+    finally:
+        set_language("en")
+
+
 def test_brief_message_leaves_other_messages_whole():
     assert brief_message("Something else. And more.") == "Something else. And more."
     sentence = next(iter(SHOWN_IN_FULL))
