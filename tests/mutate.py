@@ -70,6 +70,10 @@ MODULES: dict[str, list[str]] = {
     "helpers/ranks/data_parallel_ranks.py": ["tests/ranks/test_data_parallel_ranks.py"],
     "helpers/precision.py": ["tests/test_precision.py"],
     "helpers/module_hooks.py": ["tests/test_module_hooks.py"],
+    "helpers/doctor/unregistered.py": [
+        "tests/doctor/test_unregistered.py",
+        "tests/doctor/test_doctor.py",
+    ],
     **{
         f"helpers/exercises/{path.stem}.py": [
             f"tests/exercises/test_{path.stem}.py",
@@ -97,6 +101,7 @@ FORKSERVER = {
     "helpers/doctor/record.py",
     "helpers/doctor/verdicts.py",
     "helpers/doctor/report.py",
+    "helpers/doctor/unregistered.py",
 }
 
 #: Modules left out, each with the reason (drawing and layout are checked by looking at them).

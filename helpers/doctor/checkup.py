@@ -17,6 +17,7 @@ from what it recorded, `report` shows the conclusion.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import torch
@@ -24,14 +25,20 @@ import torch
 from helpers import naming
 from helpers.doctor import report
 from helpers.doctor.record import Location, Recorder
+from helpers.doctor.unregistered import Unregistered, find_unregistered
 from helpers.doctor.verdicts import Finding, conclude
 
 
 class Checkup:
     """What `doctor(model)` found in one step: `rows` (a table), `findings`, `cause(name)`."""
 
-    def __init__(self, named: dict[str, torch.Tensor], modules: dict[str, torch.nn.Module]):
-        self._recorder = Recorder(named, modules)
+    def __init__(
+        self,
+        named: dict[str, torch.Tensor],
+        modules: dict[str, torch.nn.Module],
+        unregistered: Sequence[Unregistered] = (),
+    ):
+        self._recorder = Recorder(named, modules, unregistered)
         self._state = "ready"
         self.error: BaseException | None = None
 
@@ -115,8 +122,9 @@ def doctor(model: object) -> Checkup:
     if isinstance(model, Checkup):
         raise TypeError(f"doctor() got a checkup, not a model; {example}")
     named = naming.named_tensors(model, "doctor()", example=example)
-    if not named:
+    unregistered = find_unregistered(model) if isinstance(model, torch.nn.Module) else []
+    if not named and not unregistered:
         raise ValueError(f"doctor() got a model with no parameters, nothing to check; {example}")
     modules = dict(model.named_modules()) if isinstance(model, torch.nn.Module) else {}
     modules.pop("", None)
-    return Checkup(named, modules)
+    return Checkup(named, modules, unregistered)

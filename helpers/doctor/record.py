@@ -20,6 +20,7 @@ import linecache
 import os
 import sys
 import sysconfig
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -185,6 +186,12 @@ class ParameterRecord:
     leftover_at: Location | None = None
     accumulated: int = 0
     first_use: Location | None = None
+    #: held by the model but never registered with it (`helpers.doctor.unregistered`): how it is
+    #: held ("list", "tuple", "dict", "tensor"), the attribute, the fix, the line that made it
+    unregistered: str = ""
+    attribute: str = ""
+    fix: str = ""
+    made_at: Location | None = None
 
 
 @dataclass
@@ -253,9 +260,15 @@ class _Watch(TorchFunctionMode):
 class Recorder:
     """Watches one block (`start()` ... `stop()`) and fills `record`; changes nothing."""
 
-    def __init__(self, named: dict[str, torch.Tensor], modules: dict[str, torch.nn.Module]):
+    def __init__(
+        self,
+        named: dict[str, torch.Tensor],
+        modules: dict[str, torch.nn.Module],
+        unregistered: Sequence[Any] = (),  # helpers.doctor.unregistered.Unregistered
+    ):
         self._named = named
         self._modules = modules
+        self._unregistered = list(unregistered)
         self.record = Record(modules=modules)
 
     def start(self) -> None:
@@ -270,6 +283,12 @@ class Recorder:
         self._reach_cache: dict[Any, frozenset[int]] = {}
         for name, tensor in self._named.items():
             self._watch_parameter(name, tensor)
+        for held in self._unregistered:
+            self._watch_parameter(held.name, held.tensor)
+            parameter = self.record.parameters[id(held.tensor)]
+            parameter.unregistered, parameter.attribute = held.holder, held.attribute
+            parameter.fix = held.fix
+            parameter.made_at = held.made_at
         for name, module in self._modules.items():
             self._handles.append(
                 module.register_forward_pre_hook(lambda *_, name=name: self.record.called.add(name))

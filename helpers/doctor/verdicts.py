@@ -33,6 +33,7 @@ CAUSES = {
     "leftover": True,
     "no_step": True,
     "other_model": True,
+    "unregistered": True,
     "not_in_optimizer": True,
     "cleared_before_step": True,
     "zero_gradient": True,
@@ -105,7 +106,15 @@ class _Judge:
         self._reach_cache: dict[Any, frozenset[int]] = {}  # the graph as it is after the block
 
     def conclude(self) -> Conclusion:
-        parameters = list(self.record.parameters.values())
+        # a tensor the model never registered is judged when the step used it or stepped it
+        parameters = [
+            p
+            for p in self.record.parameters.values()
+            if not p.unregistered
+            or p.first_use is not None
+            or p.incoming is not None
+            or self._optimizers(p)
+        ]
         kinds = {id(p): _gradient_kind(p.incoming) for p in parameters}
         moved = {id(p): _moved(p) for p in parameters}
         judged = [
@@ -132,6 +141,12 @@ class _Judge:
         record = self.record
         if not (r.trainable and r.tensor.requires_grad):  # frozen before the step, or in it
             return _verdict("frozen")
+        if r.unregistered and not self._optimizers(r):
+            key = "unregistered_tensor" if r.unregistered == "tensor" else "unregistered_in"
+            message = say(
+                "common", f"doctor.{key}", attribute=r.attribute, holder=r.unregistered, fix=r.fix
+            )
+            return Verdict("unregistered", message, r.made_at)
         if r.incoming is None:
             return self._why_no_gradient(r)
         if kind in ("NaN", "inf"):
@@ -146,7 +161,7 @@ class _Judge:
         if not steps:
             if not record.steps:
                 return _verdict("no_step")
-            mine = set(record.parameters)
+            mine = {key for key, p in record.parameters.items() if not p.unregistered}
             if all(not (s.held & mine) for s in record.steps):
                 first = record.steps[0]
                 return _verdict(

@@ -689,3 +689,127 @@ def test_one_optimizer_over_all_three_models_is_healthy():
         optimizer.step()
     assert checkup.healthy and checkup.findings == [], checkup
     assert checkup.rows.column("optimizer") == ["Adam"] * 7
+
+
+# -- what the model never registered (a question learners ask every week) ---------------------
+
+
+class HiddenInAList(nn.Module):
+    """Two hidden layers in a plain list, a scale that requires grad but is no nn.Parameter."""
+
+    def __init__(self, container=list):
+        super().__init__()
+        torch.manual_seed(0)
+        self.hidden = container([nn.Linear(2, 2), nn.Linear(2, 2)])
+        self.scale = torch.ones(1, requires_grad=True)
+        self.head = nn.Linear(2, 1)
+
+    def forward(self, x):
+        layers = self.hidden.values() if isinstance(self.hidden, dict) else self.hidden
+        for layer in layers:
+            x = torch.tanh(layer(x))
+        return self.head(x) * self.scale
+
+
+HIDDEN = ["hidden[0].weight", "hidden[0].bias", "hidden[1].weight", "hidden[1].bias"]
+
+
+def one_step(model, optimizer):
+    with doctor(model) as checkup:
+        optimizer.zero_grad()
+        loss_fn(model(x), target).backward()
+        optimizer.step()
+    return checkup
+
+
+def test_layers_in_a_plain_list_and_a_tensor_attribute_are_never_registered():
+    model = HiddenInAList()
+    checkup = one_step(model, torch.optim.SGD(model.parameters(), lr=LR))
+    assert not checkup.healthy
+    assert {name: checkup.cause(name) for name in HIDDEN + ["scale"]} == dict.fromkeys(
+        HIDDEN + ["scale"], "unregistered"
+    )
+    assert checkup.cause("head.weight") == "learned"
+    made = "self.hidden = container([nn.Linear(2, 2), nn.Linear(2, 2)])"
+    assert code(checkup, "hidden[1].bias") == made
+    assert code(checkup, "scale") == "self.scale = torch.ones(1, requires_grad=True)"
+    layers, scale = checkup.problems
+    assert layers.parameters == tuple(HIDDEN)
+    assert "`self.hidden` is a plain Python list" in layers.message
+    assert "Keep them in nn.ModuleList instead." in layers.message
+    assert scale.parameters == ("scale",)
+    assert "Make it `self.scale = nn.Parameter(...)`." in scale.message
+    assert checkup.rows.column("optimizer")[2:] == ["none"] * 5
+    assert checkup.rows.column("gradient")[2:] == ["finite"] * 5  # the gradient arrives: unused
+    assert checkup.summary() == "2 finding(s) to fix:"
+
+
+@pytest.mark.parametrize(
+    ("container", "holder", "fix"),
+    [
+        (tuple, "tuple", "nn.ModuleList"),
+        (lambda layers: dict(enumerate(layers)), "dict", "nn.ModuleDict"),
+    ],
+)
+def test_a_tuple_or_a_dict_of_layers_is_never_registered_either(container, holder, fix):
+    model = HiddenInAList(container)
+    checkup = one_step(model, torch.optim.SGD(model.parameters(), lr=LR))
+    layers = checkup.problems[0]
+    assert f"`self.hidden` is a plain Python {holder}" in layers.message
+    assert f"Keep them in {fix} instead." in layers.message
+    if holder == "dict":
+        assert layers.parameters[0] == "hidden[0].weight"
+
+
+def test_registered_containers_and_parameters_get_a_clean_bill():
+    class Registered(HiddenInAList):
+        def __init__(self):
+            super().__init__()
+            self.hidden = nn.ModuleList(self.hidden)
+            self.scale = nn.Parameter(self.scale.detach())
+
+    checkup = one_step(model := Registered(), torch.optim.SGD(model.parameters(), lr=LR))
+    assert checkup.healthy and not checkup.findings, checkup
+    assert "hidden.0.weight" in checkup.rows.column("parameter")
+
+
+def test_an_unregistered_tensor_handed_to_the_optimizer_by_hand_learns():
+    model = HiddenInAList()
+    extra = [p for layer in model.hidden for p in layer.parameters()] + [model.scale]
+    checkup = one_step(model, torch.optim.SGD([*model.parameters(), *extra], lr=LR))
+    assert checkup.healthy, checkup
+    assert checkup.cause("scale") == "learned"
+
+
+def test_what_the_step_never_used_or_needs_no_gradient_is_not_listed():
+    class Quiet(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.spare = [nn.Linear(2, 2)]  # never called
+            self.offset = torch.zeros(1)  # a constant: requires no grad
+            self.head = nn.Linear(2, 1)
+
+        def forward(self, x):
+            return self.head(x) + self.offset
+
+    checkup = one_step(model := Quiet(), torch.optim.SGD(model.parameters(), lr=LR))
+    assert checkup.healthy, checkup
+    assert checkup.rows.column("parameter") == ["head.weight", "head.bias"]
+
+
+def test_a_model_whose_every_layer_is_in_a_plain_list_is_checked_not_refused():
+    class AllInAList(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layers = [nn.Linear(2, 1)]
+
+        def forward(self, x):
+            return self.layers[0](x)
+
+    model = AllInAList()
+    assert list(model.parameters()) == []
+    layer = model.layers[0]
+    with doctor(model) as checkup:  # torch refuses an optimizer over no parameters: none here
+        loss_fn(model(x), target).backward()
+    assert checkup.cause("layers[0].weight") == "unregistered"
+    assert layer.weight.grad is not None  # the gradient arrived, and nothing would use it
