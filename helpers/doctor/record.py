@@ -186,12 +186,9 @@ class ParameterRecord:
     leftover_at: Location | None = None
     accumulated: int = 0
     first_use: Location | None = None
-    #: held by the model but never registered with it (`helpers.doctor.unregistered`): how it is
-    #: held ("list", "tuple", "dict", "tensor"), the attribute, the fix, the line that made it
-    unregistered: str = ""
-    attribute: str = ""
-    fix: str = ""
-    made_at: Location | None = None
+    #: a `helpers.doctor.unregistered.Unregistered` when the model holds this tensor without
+    #: registering it (how, in which attribute, made at which line); None for a parameter
+    unregistered: Any = None
 
 
 @dataclass
@@ -284,11 +281,7 @@ class Recorder:
         for name, tensor in self._named.items():
             self._watch_parameter(name, tensor)
         for held in self._unregistered:
-            self._watch_parameter(held.name, held.tensor)
-            parameter = self.record.parameters[id(held.tensor)]
-            parameter.unregistered, parameter.attribute = held.holder, held.attribute
-            parameter.fix = held.fix
-            parameter.made_at = held.made_at
+            self._watch_parameter(held.name, held.tensor, unregistered=held)
         for name, module in self._modules.items():
             self._handles.append(
                 module.register_forward_pre_hook(lambda *_, name=name: self.record.called.add(name))
@@ -322,7 +315,7 @@ class Recorder:
         """Lets go of the graph and the cuts' inputs once the verdicts are given."""
         self._origin, self.record.cuts, self._reach_cache = {}, [], {}
 
-    def _watch_parameter(self, name: str, tensor: torch.Tensor) -> None:
+    def _watch_parameter(self, name: str, tensor: torch.Tensor, unregistered: Any = None) -> None:
         grad = tensor.grad
         parameter = ParameterRecord(
             name=name,
@@ -330,6 +323,7 @@ class Recorder:
             before=tensor.detach().clone(),
             trainable=tensor.requires_grad,
             waiting="before" if grad is not None and grad.any() else "",
+            unregistered=unregistered,
         )
         self.record.parameters[id(tensor)] = parameter
         if tensor.requires_grad and tensor.is_leaf:

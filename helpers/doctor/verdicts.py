@@ -110,7 +110,7 @@ class _Judge:
         parameters = [
             p
             for p in self.record.parameters.values()
-            if not p.unregistered
+            if p.unregistered is None
             or p.first_use is not None
             or p.incoming is not None
             or self._optimizers(p)
@@ -141,12 +141,12 @@ class _Judge:
         record = self.record
         if not (r.trainable and r.tensor.requires_grad):  # frozen before the step, or in it
             return _verdict("frozen")
-        if r.unregistered and not self._optimizers(r):
-            key = "unregistered_tensor" if r.unregistered == "tensor" else "unregistered_in"
-            message = say(
-                "common", f"doctor.{key}", attribute=r.attribute, holder=r.unregistered, fix=r.fix
-            )
-            return Verdict("unregistered", message, r.made_at)
+        held = r.unregistered
+        if held is not None and not self._optimizers(r):
+            key = "unregistered_tensor" if held.holder == "tensor" else "unregistered_in"
+            words = {"attribute": held.attribute, "holder": held.holder, "fix": held.fix}
+            message = say("common", f"doctor.{key}", **words)
+            return Verdict("unregistered", message, held.made_at)
         if r.incoming is None:
             return self._why_no_gradient(r)
         if kind in ("NaN", "inf"):
@@ -161,7 +161,7 @@ class _Judge:
         if not steps:
             if not record.steps:
                 return _verdict("no_step")
-            mine = {key for key, p in record.parameters.items() if not p.unregistered}
+            mine = {key for key, p in record.parameters.items() if p.unregistered is None}
             if all(not (s.held & mine) for s in record.steps):
                 first = record.steps[0]
                 return _verdict(
