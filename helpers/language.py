@@ -254,8 +254,9 @@ def untranslated(code: str) -> list[str]:
     return missing
 
 
-#: Strings of a quiz table that are not prose: the program and its answer stay English.
-NOT_TRANSLATED = {"topic", "code", "answer", "probe"}
+#: Strings of a text table that are not prose: a quiz's program and answer, a learner question's
+#: thread, notebook and verdict stay as English has them.
+NOT_TRANSLATED = {"topic", "code", "answer", "probe", "source_title", "source_url", "see", "doctor"}
 
 
 def _translatable(key: str) -> bool:

@@ -253,11 +253,26 @@ def update_rows(table: str, results: list[VersionResult]) -> str:
     for path in {n.notebook for r in results for n in r.notebooks}:
         row = [f"`{path}`", f"`{code_hash(ROOT / 'notebooks' / path)}`"]
         row += [cell(found.get(path)) for found in by_version]
-        lines = [
-            "| " + " | ".join(row) + " |" if line.startswith(f"| `{path}` |") else line
-            for line in lines
-        ]
+        new_row = "| " + " | ".join(row) + " |"
+        if any(line.startswith(f"| `{path}` |") for line in lines):
+            lines = [new_row if line.startswith(f"| `{path}` |") else line for line in lines]
+        else:  # a notebook new to the table: its row goes where the course order puts it
+            lines.insert(_row_position(lines, path), new_row)
     return "\n".join(lines) + "\n"
+
+
+def _row_position(lines: list[str], path: str) -> int:
+    """Where the row of notebook `path` belongs: before the first row of a notebook that comes
+    after it in course order (which is the order of the names: 06_ before 06b_ before 07_), or
+    after the last notebook row."""
+    rows = [(i, m.group(1)) for i, line in enumerate(lines) if (m := _ROW.match(line))]
+    later = [i for i, name in rows if name > path]
+    if later:
+        return later[0]
+    return rows[-1][0] + 1 if rows else len(lines)
+
+
+_ROW = re.compile(r"\| `([^`]+\.ipynb)` \|")
 
 
 def _colab_cell(result: VersionResult) -> str:

@@ -74,6 +74,7 @@ MODULES: dict[str, list[str]] = {
         "tests/doctor/test_unregistered.py",
         "tests/doctor/test_doctor.py",
     ],
+    "helpers/questions/__init__.py": ["tests/questions/test_questions.py"],
     **{
         f"helpers/exercises/{path.stem}.py": [
             f"tests/exercises/test_{path.stem}.py",

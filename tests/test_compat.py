@@ -211,3 +211,23 @@ def test_a_stale_row_is_found_and_rewritten_from_its_own_runs():
     rewritten = compat.update_rows(table, [run]).splitlines()
     assert rewritten[0] == f"| `{first.name}` | `{compat.code_hash(first)}` | pass 3.5 s |"
     assert rewritten[1:] == table.splitlines()[1:]  # the other rows as they were
+
+
+def test_a_notebook_new_to_the_table_gets_its_row_in_course_order():
+    from tests import compat
+
+    first, middle, last = compat.NOTEBOOKS[0], compat.NOTEBOOKS[1], compat.NOTEBOOKS[2]
+    table = (
+        "| notebook | code | 2.4.1 |\n"
+        "|---|---|---|\n"
+        f"| `{first.name}` | `{compat.code_hash(first)}` | pass 1.0 s |\n"
+        f"| `{last.name}` | `{compat.code_hash(last)}` | pass 2.0 s |\n"
+        "| helpers' unit tests | | pass: 1 passed |\n"
+    )
+    assert middle in compat.stale_notebooks(table)  # no row yet: due
+    for new, where in ((middle, 3), (compat.NOTEBOOKS[-1], 4)):
+        run = compat.VersionResult("2.4.1")
+        run.notebooks = [compat.NotebookResult(new.name, True, 3.5, "")]
+        rewritten = compat.update_rows(table, [run]).splitlines()
+        assert rewritten[where] == f"| `{new.name}` | `{compat.code_hash(new)}` | pass 3.5 s |"
+        assert rewritten[:where] + rewritten[where + 1 :] == table.splitlines()

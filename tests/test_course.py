@@ -169,10 +169,15 @@ def test_the_time_estimate_counts_prose_code_questions_and_exercises(tmp_path):
     assert minutes([new_markdown_cell("# Tiny")]) == 5  # never "0 min"
 
 
+#: What the independent estimate below covered: every notebook but 10b, the questions learners
+#: ask, which came later and is a reference to dip into (the same model times it for the TOC).
+ESTIMATED = [p for p in course.notebook_paths() if not p.name.startswith("10b_")]
+
+
 def test_the_course_total_meets_an_independent_estimate():
-    """An independent estimate put the whole course (optional notebooks included) at 11 to 12
+    """An independent estimate put the course (optional notebooks included, 10b aside) at 11 to 12
     hours; the estimate's assumed constants must keep it within half an hour of that."""
-    total = sum(course.minutes_to_work_through(p) for p in course.notebook_paths())
+    total = sum(course.minutes_to_work_through(p) for p in ESTIMATED)
     assert 10.5 * 60 <= total <= 12.5 * 60, f"{total / 60:.1f} h"
 
 

@@ -251,6 +251,17 @@ def test_the_skeleton_of_a_quiz_asks_only_for_its_prose(text_root):
     assert set(tables["quiz"]["leaf-3"]) == {"en", "prompt", "misconception", "fact"}
 
 
+def test_the_skeleton_of_a_learner_question_asks_only_for_its_prose(text_root):
+    import tomllib
+
+    shutil.rmtree(text_root / "zh", ignore_errors=True)
+    tables = tomllib.loads(language.skeleton("zh", "10b_questions_learners_ask"))
+    asked = translated_table("10b_questions_learners_ask", "question.plain-list-layers")
+    assert {"topic", "source_title", "source_url", "see", "doctor"} <= set(asked)
+    prose = {"en", "short", "question", "explanation"}
+    assert set(tables["question"]["plain-list-layers"]) == prose
+
+
 def test_the_command_line_prints_hash_skeleton_and_status(text_root, capsys, monkeypatch):
     shutil.rmtree(text_root / "zh", ignore_errors=True)
     assert language.main(["hash", "common", "checks"]) == 0

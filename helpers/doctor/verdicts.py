@@ -160,7 +160,8 @@ class _Judge:
         steps = [s for s in record.steps if id(r.tensor) in s.held]
         if not steps:
             if not record.steps:
-                return _verdict("no_step")
+                # moved with no optimizer: updated by hand (under no_grad), which is a step too
+                return _verdict("learned" if moved > 0 else "no_step")
             mine = {key for key, p in record.parameters.items() if p.unregistered is None}
             if all(not (s.held & mine) for s in record.steps):
                 first = record.steps[0]

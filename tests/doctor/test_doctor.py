@@ -142,6 +142,27 @@ def test_no_step_at_all():
     assert set(causes(checkup).values()) == {"no_step"}
 
 
+def test_a_step_by_hand_learns():
+    """SGD written out under no_grad() is a step: no false "no step()" (10b's question)."""
+    model = ThreeLayers()
+    with doctor(model) as checkup:
+        loss_fn(model(x), target).backward()
+        with torch.no_grad():
+            for p in model.parameters():
+                p -= LR * p.grad
+    assert set(causes(checkup).values()) == {"learned"} and checkup.healthy
+
+
+def test_a_step_by_hand_that_skips_a_layer():
+    model = ThreeLayers()
+    with doctor(model) as checkup:
+        loss_fn(model(x), target).backward()
+        with torch.no_grad():
+            for p in model.last.parameters():
+                p -= LR * p.grad
+    assert causes(checkup) == dict.fromkeys(ALL[:4], "no_step") | dict.fromkeys(ALL[4:], "learned")
+
+
 def test_no_backward_at_all():
     model = ThreeLayers()
     optimizer = torch.optim.SGD(model.parameters(), lr=LR)

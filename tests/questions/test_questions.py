@@ -1,0 +1,150 @@
+"""The questions learners ask (helpers/questions): at least 40, each from a public thread, in
+the notebook's topics; `ask` and the doctor's list speak the learner's language; a mistyped id is
+named. (tests/questions/test_notebook_answers.py holds the notebooks and READMEs to them.)"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from helpers.language import say_in, set_language
+from helpers.questions import TOPICS, answered_by_the_doctor, ask, learner_questions
+
+THREADS = re.compile(
+    r"https://(discuss\.pytorch\.org/t/|github\.com/[\w.-]+/[\w.-]+/(issues|pull)/\d+$"
+    r"|stackoverflow\.com/questions/\d+/)"
+)
+EN = learner_questions("en")
+
+
+def test_at_least_forty_distinct_questions_each_from_a_public_thread():
+    assert len(EN) >= 40
+    assert len({q.question for q in EN.values()}) == len(EN)
+    assert len({q.source_url for q in EN.values()}) == len(EN), "one thread, one question"
+    for q in EN.values():
+        assert THREADS.match(q.source_url), f"{q.id}: {q.source_url} is not a thread's address"
+        assert q.source_title.strip() and q.short.strip() and q.explanation.strip(), q.id
+
+
+def test_the_questions_are_grouped_by_topic_in_the_notebooks_order():
+    topics = [q.topic for q in EN.values()]
+    assert set(topics) == set(TOPICS), "every topic has a question, and no other topic is used"
+    order = [TOPICS.index(t) for t in topics]
+    assert order == sorted(order), "the file lists the questions topic by topic"
+
+
+def test_ask_shows_the_question_its_thread_and_answer_in_the_learner_s_language(capsys):
+    try:
+        set_language("zh")
+        asked = ask("backward-twice")
+        shown = capsys.readouterr().out
+    finally:
+        set_language("en")
+    zh = learner_questions("zh")["backward-twice"]
+    assert asked == zh and zh.question != EN["backward-twice"].question
+    assert zh.question in shown and zh.explanation in shown
+    assert EN["backward-twice"].source_url in shown
+    assert "05_freeing_the_graph.ipynb" in shown
+
+
+def test_the_doctor_s_list_names_each_verdict_in_the_language():
+    set_language("zh")
+    try:
+        listed = answered_by_the_doctor()
+    finally:
+        set_language("en")
+    assert listed.count("\n- ") == sum(bool(q.doctor) for q in EN.values())
+    assert say_in("zh", "common", "doctor.verdict_unregistered") in listed
+
+
+def test_a_mistyped_id_is_named_with_the_closest_ones():
+    with pytest.raises(KeyError, match="did you mean 'backward-twice'"):
+        ask("backwards-twice")
+    with pytest.raises(KeyError, match="the ids are listed in"):
+        ask("nothing-like-any")
+    with pytest.raises(TypeError, match="a string such as"):
+        ask(3)
+
+
+def test_a_question_the_doctor_answers_names_its_verdict_and_where_to_read_on():
+    shown = EN["sqrt-at-zero-nan"]._repr_markdown_()
+    assert say_in("en", "common", "doctor.verdict_nonfinite") in shown
+    assert "(08_grad_modes_and_why_nothing_learns.ipynb)" in shown
+    assert "In depth" not in shown  # no notebook named for depth
+    plain = EN["hooks-skipped-by-forward-call"]._repr_markdown_()
+    assert "doctor" not in plain and plain.startswith("**Hooks skipped by model.forward(x)** · ")
+    wanted = "LearnerQuestion('backward-twice': A second backward() fails)"
+    assert repr(EN["backward-twice"]) == wanted
+
+
+def test_in_a_notebook_ask_displays_markdown_and_prints_nothing(monkeypatch, capsys):
+    import IPython
+    import IPython.display
+
+    shown = []
+    monkeypatch.setattr(IPython, "get_ipython", lambda: object())
+    monkeypatch.setattr(IPython.display, "display", shown.append)
+    asked = ask("clone-keeps-graph")
+    assert capsys.readouterr().out == ""
+    assert [s.data for s in shown] == [asked._repr_markdown_()]
+    assert answered_by_the_doctor()._repr_markdown_() == str(answered_by_the_doctor())
+
+
+def test_a_question_shows_as_this_markdown():
+    q = learner_questions("en")["backward-twice"]
+    assert q._repr_markdown_() == "\n".join(
+        [
+            f"**{q.short}** · {q.question}",
+            "",
+            f"Asked in: [{q.source_title}]({q.source_url})",
+            "",
+            f"**Answer.** {q.explanation}",
+            "",
+            "In depth: notebook [05](05_freeing_the_graph.ipynb).",
+        ]
+    )
+    q = learner_questions("en")["sqrt-at-zero-nan"]
+    assert q._repr_markdown_().startswith(f"**{q.short}** · {q.question}\n\nAsked in: ")
+    assert q._repr_markdown_().split("\n")[-2:] == [
+        "",
+        "[08](08_grad_modes_and_why_nothing_learns.ipynb)'s doctor finds it in one checked step: "
+        "*NaN/inf gradient*.",
+    ]
+
+
+def test_each_question_holds_its_own_entry_of_the_data_file():
+    import tomllib
+
+    from helpers.language import TEXT_ROOT
+
+    with (TEXT_ROOT / "en" / "10b_questions_learners_ask.toml").open("rb") as f:
+        data = tomllib.load(f)["question"]
+    for key, q in learner_questions("en").items():  # made now: a mutant's, under `make mutate`
+        entry = data[key]
+        assert q.id == key
+        assert (q.topic, q.short, q.question, q.explanation) == (
+            entry["topic"],
+            entry["short"],
+            entry["question"],
+            entry["explanation"],
+        )
+        assert (q.source_title, q.source_url) == (entry["source_title"], entry["source_url"])
+        assert (q.see, q.doctor) == (entry.get("see"), entry.get("doctor"))
+
+
+def test_the_doctor_s_list_is_this_markdown():
+    assert answered_by_the_doctor().split("\n")[:3] == [
+        "Of the [questions learners ask](10b_questions_learners_ask.ipynb), the doctor answers "
+        "these in one checked step:",
+        "",
+        "- *Layers in a plain list never train*: never registered",
+    ]
+
+
+def test_two_close_ids_are_both_named():
+    with pytest.raises(KeyError) as caught:
+        ask("grad-none")
+    assert "did you mean 'nonleaf-grad-none', 'zero-grad-sets-none'?" in str(caught.value)
+    with pytest.raises(TypeError, match="not int"):
+        ask(3)
