@@ -20,6 +20,7 @@ import linecache
 import os
 import sys
 import sysconfig
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,6 +53,9 @@ def _is_learners(frame: Any) -> bool:
 
 #: Calls that leave torch for a Python value: a cut, though they return no tensor.
 CALLS_TO_PYTHON = {"item", "tolist", "numpy", "__float__", "__int__", "__index__"}
+#: Calls that make a tensor from Python values: what left torch through a Python-value cut (the
+#: doctor cannot follow a Python number) may come back through one of them.
+FROM_PYTHON = {"tensor", "as_tensor", "from_numpy", "asarray"}
 #: Calls torch reports to a function mode that compute nothing a gradient could flow through.
 _NOT_OPERATIONS = {"backward", "register_hook", "retain_grad", "requires_grad_", "__set__"}
 
@@ -168,6 +172,9 @@ class Backward:
     #: the parameters a hand-off with another leaf's gradient (split learning's bug) reaches
     wrong_handoff: frozenset[int] = frozenset()
     error: BaseException | None = None
+    #: the cuts (by position in `Record.cuts`) whose results the root was computed from: the cuts
+    #: on this loss's path
+    through_cuts: frozenset[int] = frozenset()
 
 
 @dataclass
@@ -186,6 +193,9 @@ class ParameterRecord:
     leftover_at: Location | None = None
     accumulated: int = 0
     first_use: Location | None = None
+    #: where the block cleared a gradient that had arrived and was not stepped yet (the line of
+    #: `zero_grad()`, or of `p.grad = None`), as the doctor saw it happen
+    cleared_at: Location | None = None
     #: a `helpers.doctor.unregistered.Unregistered` when the model holds this tensor without
     #: registering it (how, in which attribute, made at which line); None for a parameter
     unregistered: Any = None
@@ -278,6 +288,9 @@ class Recorder:
         self._busy = False
         self._origin: dict[Any, Location | None] = {}
         self._reach_cache: dict[Any, frozenset[int]] = {}
+        #: id of a tensor made from a cut's result -> (a weak reference to it, those cuts)
+        self._from_cut: dict[int, tuple[Any, frozenset[int]]] = {}
+        self._left_torch: frozenset[int] = frozenset()  # the Python-value cuts so far
         for name, tensor in self._named.items():
             self._watch_parameter(name, tensor)
         for held in self._unregistered:
@@ -314,6 +327,7 @@ class Recorder:
     def forget(self) -> None:
         """Lets go of the graph and the cuts' inputs once the verdicts are given."""
         self._origin, self.record.cuts, self._reach_cache = {}, [], {}
+        self._from_cut = {}
 
     def _watch_parameter(self, name: str, tensor: torch.Tensor, unregistered: Any = None) -> None:
         grad = tensor.grad
@@ -361,6 +375,8 @@ class Recorder:
             ):
                 entry.no_graph = True
                 entry.flagged = self._flagged.get(id(root), location)
+        if isinstance(root, torch.Tensor):
+            entry.through_cuts = self._cuts_behind(root)
         gradient = args[1] if len(args) > 1 else kwargs.get("gradient")
         if isinstance(root, torch.Tensor) and isinstance(gradient, torch.Tensor):
             entry.wrong_handoff = self._wrong_handoff(root, gradient)
@@ -412,7 +428,46 @@ class Recorder:
             handles.append(node.register_hook(check))
         return handles
 
+    def _cuts_behind(self, t: torch.Tensor) -> frozenset[int]:
+        """The cuts whose results t was computed from (as far as torch calls show)."""
+        found = self._from_cut.get(id(t))
+        return found[1] if found is not None and found[0]() is t else frozenset()
+
+    def _carry_cuts(self, name: str, args: tuple, kwargs: dict, result: Any) -> None:
+        """What a call makes from a cut's result comes from that cut too."""
+        inputs = [t for t in tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
+        behind = frozenset().union(*(self._cuts_behind(t) for t in inputs))
+        if not inputs and name in FROM_PYTHON:
+            behind = self._left_torch
+        if behind:
+            self._mark(result, behind)
+
+    def _mark(self, result: Any, cuts: frozenset[int]) -> None:
+        for t in tree_leaves(result):
+            if isinstance(t, torch.Tensor):
+                cuts = cuts | self._cuts_behind(t)
+                self._from_cut[id(t)] = (weakref.ref(t), cuts)
+
+    def _clears(self, name: str, args: tuple) -> None:
+        """`p.grad = None` or `p.grad.zero_()` (what zero_grad() does) on a gradient that arrived
+        in the block and no step used yet: where it happened."""
+        if not args or not isinstance(args[0], torch.Tensor):
+            return
+        if name == "grad=" and (len(args) < 2 or args[1] is None):
+            found = self.record.parameters.get(id(args[0]))
+        elif name == "zero_":
+            found = next(
+                (p for p in self.record.parameters.values() if p.tensor.grad is args[0]), None
+            )
+        else:
+            return
+        if found is not None and found.waiting == "block" and found.cleared_at is None:
+            found.cleared_at = _learner_location(sys._getframe(3))
+
     def _saw(self, name: str, args: tuple, kwargs: dict, result: Any) -> None:
+        self._carry_cuts(name, args, kwargs, result)
+        if name in ("grad=", "zero_"):
+            self._clears(name, args)
         if name == "requires_grad=":
             if len(args) > 1 and args[1] is True and isinstance(args[0], torch.Tensor):
                 self._flagged[id(args[0])] = _learner_location(sys._getframe(2))
@@ -442,6 +497,11 @@ class Recorder:
         grad_off_at, decorated = (None, None)
         if not torch.is_grad_enabled():
             grad_off_at, decorated = self._grad_off
+        index = frozenset({len(self.record.cuts)})
+        if outputs:
+            self._mark(result, index)
+        else:  # a Python value: it may come back through torch.tensor(...) and the like
+            self._left_torch |= index
         self.record.cuts.append(
             Cut(
                 call=name,

@@ -167,7 +167,7 @@ class _Judge:
                 first = record.steps[0]
                 return _verdict(
                     "other_model",
-                    first.location,
+                    None,  # the line that built it ran before the block: the doctor never saw it
                     optimizer=type(first.optimizer).__name__,
                     count=len(first.held),
                 )
@@ -175,7 +175,10 @@ class _Judge:
         if kind == "zeros":
             return _verdict("zero_gradient")
         if all(id(r.tensor) in s.cleared for s in steps):
-            return _verdict("cleared_before_step", steps[0].location)
+            if r.cleared_at is not None:  # seen: the line that cleared it
+                return _verdict("cleared_before_step", r.cleared_at)
+            message = say("common", "doctor.cleared_unseen")
+            return Verdict("cleared_before_step", message, steps[0].location)
         if moved == 0:
             lrs = sorted(
                 {
@@ -228,9 +231,13 @@ class _Judge:
         return _verdict("not_reaching_loss", r.first_use)
 
     def _first_cut(self, r: ParameterRecord, *, intentional: bool) -> Cut | None:
-        """The first cut r's values went through: a hand-off cut of split learning (`intentional`,
-        a leaf that requires grad made from the same values) or any other."""
-        for cut in self.record.cuts:
+        """The first cut r's values went through on the way to a loss: a hand-off cut of split
+        learning (`intentional`, a leaf that requires grad made from the same values) or any
+        other."""
+        on_a_path = frozenset().union(*(b.through_cuts for b in self.record.backwards))
+        for index, cut in enumerate(self.record.cuts):
+            if index not in on_a_path:  # a cut no loss came through (a log line, a metric)
+                continue
             if any(
                 t is r.tensor or id(r.tensor) in reach(t, self._reach_cache) for t in cut.inputs
             ):

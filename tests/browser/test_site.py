@@ -236,7 +236,10 @@ PAGE_CELLS = """() => Array.from(document.querySelectorAll('.bd-article div.cell
         : o.classList.contains('text_html') ? 'html'
         : o.classList.contains('stream') ? 'stream'
         : o.classList.contains('text_plain') ? 'text'
-        : o.classList.contains('output') ? o.className : o.tagName.toLowerCase()) : [];
+        : o.classList.contains('output') ? o.className
+        : /^(P|UL|OL|H[1-6]|BLOCKQUOTE)$/.test(o.tagName) ? 'markdown'  // a text/markdown output,
+        : o.tagName.toLowerCase())                                   // rendered in place
+        .filter((kind, i, all) => !(kind === 'markdown' && all[i - 1] === 'markdown')) : [];
     const details = cell.querySelector(':scope > details.hide');
     return {kinds, folded: !!details, open: !!details && details.open,
             summary: details ? details.querySelector('summary').innerText.trim() : null,

@@ -119,7 +119,8 @@ def test_an_optimizer_over_another_model():
         loss_fn(model(x), target).backward()
         optimizer.step()
     assert set(causes(checkup).values()) == {"other_model"}
-    assert code(checkup, "first.bias") == "optimizer.step()"
+    # the line that built the optimizer ran before the block: no line named, not step()'s
+    assert checkup.where("first.bias") is None
     assert "(SGD, holding 6 tensors) holds none of this model's" in checkup.findings[0].message
     assert checkup.rows.column("optimizer") == ["none"] * 6
 
@@ -305,7 +306,33 @@ def test_zero_grad_between_backward_and_step():
         optimizer.zero_grad()
         optimizer.step()
     assert set(causes(checkup).values()) == {"cleared_before_step"}
+    assert code(checkup, "last.bias") == "optimizer.zero_grad()"  # seen clearing: its line
     assert checkup.rows.column("gradient") == ["finite"] * 6  # what backward computed
+
+
+def test_a_gradient_cleared_by_hand_names_that_line():
+    model = ThreeLayers()
+    optimizer = torch.optim.SGD(model.parameters(), lr=LR)
+    with doctor(model) as checkup:
+        loss_fn(model(x), target).backward()
+        model.first.weight.grad = None
+        optimizer.step()
+    assert checkup.cause("first.weight") == "cleared_before_step"
+    assert code(checkup, "first.weight") == "model.first.weight.grad = None"
+
+
+def test_a_gradient_gone_by_a_way_the_doctor_did_not_see_blames_no_zero_grad():
+    model = ThreeLayers()
+    optimizer = torch.optim.SGD(model.parameters(), lr=LR)
+    with doctor(model) as checkup:
+        loss_fn(model(x), target).backward()
+        with torch.no_grad():
+            model.first.weight.grad.mul_(0)  # not zero_grad(), not zero_()
+        optimizer.step()
+    assert checkup.cause("first.weight") == "cleared_before_step"
+    message = next(f.message for f in checkup.findings if "first.weight" in f.parameters)
+    assert "no zero_grad() ran between them" in message
+    assert code(checkup, "first.weight") == "optimizer.step()"
 
 
 def test_a_learning_rate_of_zero():
@@ -338,6 +365,7 @@ def test_a_zero_gradient():
             model.first.weight.grad.zero_()
         optimizer.step()
     assert checkup.cause("first.weight") == "cleared_before_step"  # zeroed by hand, then step()
+    assert code(checkup, "first.weight") == "model.first.weight.grad.zero_()"
     assert checkup.cause("first.bias") == "learned"
     model = nn.Sequential(nn.Linear(2, 2), nn.ReLU(), nn.Linear(2, 1))
     with torch.no_grad():
@@ -834,3 +862,48 @@ def test_a_model_whose_every_layer_is_in_a_plain_list_is_checked_not_refused():
         loss_fn(model(x), target).backward()
     assert checkup.cause("layers[0].weight") == "unregistered"
     assert layer.weight.grad is not None  # the gradient arrived, and nothing would use it
+
+
+class WithAuxHead(nn.Module):
+    """A head whose output is only logged and measured, never put in the loss."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.body, self.head, self.aux = nn.Linear(4, 8), nn.Linear(8, 3), nn.Linear(8, 3)
+
+    def forward(self, x):
+        h = torch.relu(self.body(x))
+        self.aux_out = self.aux(h)
+        return self.head(h)
+
+
+def test_a_cut_that_no_loss_came_through_is_not_blamed():
+    """Logging aux's output with .item() and measuring its accuracy with argmax cut nothing the
+    loss needed: aux is "not on the loss's path", named where it was used, not at the log line."""
+    model = WithAuxHead()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    batch, classes = torch.randn(16, 4), torch.randint(0, 3, (16,))
+    with doctor(model) as checkup:
+        optimizer.zero_grad()
+        logits = model(batch)
+        print(f"aux {model.aux_out.mean().item():.3f}")
+        accuracy = (model.aux_out.argmax(1) == classes).float().mean()
+        nn.functional.cross_entropy(logits, classes).backward()
+        optimizer.step()
+    assert 0 <= accuracy <= 1
+    assert checkup.cause("aux.weight") == "not_reaching_loss"
+    assert checkup.where("aux.bias").code == "self.aux_out = self.aux(h)"
+    assert checkup.cause("body.weight") == checkup.cause("head.weight") == "learned"
+
+
+def test_a_python_value_that_comes_back_into_the_loss_is_the_cut():
+    model = ThreeLayers()
+    optimizer = torch.optim.SGD(model.parameters(), lr=LR)
+    with doctor(model) as checkup:
+        optimizer.zero_grad()
+        h = torch.tensor(model.first(x).tolist())  # through Python lists and back
+        loss_fn(model.last(model.middle(h)), target).backward()
+        optimizer.step()
+    assert checkup.cause("first.weight") == "cut"
+    assert checkup.where("first.bias").code.startswith("h = torch.tensor(model.first(x).tolist())")

@@ -88,7 +88,7 @@ def test_verdicts_from_a_hand_made_record():
             id(b): parameter("b", b),
             id(frozen): parameter("frozen", frozen),
         },
-        backwards=[Backward(at=BACKWARD_AT)],
+        backwards=[Backward(at=BACKWARD_AT, through_cuts=frozenset({0}))],  # the loss's path
         cuts=[Cut("detach", CUT_AT, inputs=[b])],
         steps=[Step(optimizer, STEP_AT, held={id(w), id(b)}, cleared=set())],
     )
