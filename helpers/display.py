@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from functools import cache, wraps
 from typing import Any
 
-from helpers.language import language, phrase, say, say_in
+from helpers.language import heading, language, phrase, say, say_in
 
 __all__ = [
     "FIGURE_FONTS",
@@ -236,7 +236,7 @@ class Table:
     def __repr__(self) -> str:
         if self.folded is not None:
             return "\n".join(t for t in (_shown(self.title), self.folded, _shown(self.note)) if t)
-        headings = [phrase(None, c) for c in self.columns]
+        headings = [heading(c) for c in self.columns]
         cells = [headings] + [[_cell_text(r[c]) for c in self.columns] for r in self.rows]
         widths = [max(text_columns(row[i]) for row in cells) for i in range(len(self.columns))]
         title, note = _shown(self.title), _shown(self.note)
@@ -250,7 +250,7 @@ class Table:
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
-        headings = [html.escape(phrase(None, c)) for c in self.columns]
+        headings = [html.escape(heading(c)) for c in self.columns]
         head = "".join(f'<th style="text-align: left">{h}</th>' for h in headings)
         body = "".join(
             "<tr>"

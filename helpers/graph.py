@@ -67,6 +67,12 @@ TITLE_FONT = "sans-serif"
 CHINESE_TITLE_FONT = "DejaVu Sans,Noto Sans CJK SC,sans-serif"
 
 
+def kind_name(kind: str) -> str:
+    """A kind of node as the graph's text form names it (function, leaf, ...), in the learner's
+    language."""
+    return say("common", f"graph.kind_{kind}")
+
+
 def legend_text(kind: str) -> str:
     """What the legend says of a kind of node, in the learner's language."""
     return say("common", f"graph.legend_{kind}")
@@ -182,7 +188,7 @@ class _Builder:
             return
         label = self.tensor_label(t)
         if t.grad_fn is None:
-            note = "leaf, requires_grad" if t.requires_grad else "no graph: requires_grad=False"
+            note = say("common", "graph.root_leaf" if t.requires_grad else "graph.root_no_graph")
             label = f"{label}\n[{note}]"
         root = self.add_node(t, "output", label, tuple(t.shape))
         self.data.roots.append(root)
@@ -326,31 +332,41 @@ def svg_titled(svg: str, text: str) -> str:
 
 def graph_text(data: GraphData) -> str:
     """A stable, indented text rendering of the graph, from each root down to the leaves."""
+    kinds = say("common", "graph.text_kind_separator").join(
+        say("common", "graph.text_kind_count", count=v, kind=kind_name(k))
+        for k, v in sorted(data.kinds().items())
+    )
     lines = [
-        f"autograd graph: {len(data.nodes)} nodes, {len(data.edges)} edges "
-        + "("
-        + ", ".join(f"{v} {k}" for k, v in sorted(data.kinds().items()))
-        + ")"
+        say(
+            "common",
+            "graph.text_summary",
+            nodes=len(data.nodes),
+            edges=len(data.edges),
+            kinds=kinds,
+        )
     ]
+    saved, view_of = say("common", "graph.text_saved"), say("common", "graph.text_view_of")
     children: dict[str, list[tuple[str, str]]] = {}
     for e in data.edges:
         if e.style == "saved":
-            children.setdefault(e.src, []).append((e.dst, "saved "))
+            children.setdefault(e.src, []).append((e.dst, f"{saved} "))
         else:
-            children.setdefault(e.dst, []).append((e.src, "view of " if e.style == "view" else ""))
-    labels = {n.id: (n.label.replace("\n", " "), n.kind) for n in data.nodes}
+            children.setdefault(e.dst, []).append(
+                (e.src, f"{view_of} " if e.style == "view" else "")
+            )
+    labels = {n.id: (n.label.replace("\n", " "), kind_name(n.kind)) for n in data.nodes}
     shown: set[str] = set()
     # Iterative depth-first walk (deep graphs must not hit the recursion limit); indentation stops
     # growing after MAX_TEXT_DEPTH levels and the text stops after MAX_TEXT_LINES lines.
     stack = [(root, "", "", "") for root in reversed(data.roots)]
     while stack:
         if len(lines) > MAX_TEXT_LINES:
-            lines.append(f"... ({len(data.nodes) - len(shown)} more nodes not shown as text)")
+            lines.append(say("common", "graph.text_more", count=len(data.nodes) - len(shown)))
             break
         node_id, prefix, branch, how = stack.pop()
         label, kind = labels[node_id]
         again = node_id in shown and bool(children.get(node_id))
-        tail = "  (see above)" if again else ""
+        tail = "  " + say("common", "graph.text_again") if again else ""
         lines.append(f"{prefix}{branch}{how}{label}  <{kind}>{tail}")
         if again:
             continue
@@ -427,7 +443,8 @@ class AutogradGraph(graphviz.Digraph):
                 f'<TD ALIGN="LEFT" BORDER="0">{legend_text(kind)}</TD></TR>'
             )
         table = f'<<TABLE BORDER="0" CELLBORDER="1" CELLSPACING="2" CELLPADDING="2">{rows}</TABLE>>'
-        self.node("legend", table, shape="plaintext", style="", fontsize="9")
+        # the node's name is the picture's tooltip over the legend (its <title> in the SVG)
+        self.node(say("common", "graph.legend"), table, shape="plaintext", style="", fontsize="9")
 
     def text(self) -> str:
         """The graph as indented text (what nbval compares, and the fallback without `dot`)."""

@@ -33,6 +33,7 @@ __all__ = [
     "TEXT_ROOT",
     "english_hash",
     "fill",
+    "heading",
     "language",
     "phrase",
     "placeholders",
@@ -175,12 +176,22 @@ def phrase(name: str | None, english: str) -> str:
     return _all_phrases(code).get(english, english)
 
 
+def heading(english: str) -> str:
+    """A table's column heading, in the current language: looked up first in the `[headings]`
+    tables (words translated only where they head a column, such as "loss", which in a table's
+    cells names a variable), then as a phrase."""
+    code = language()
+    if code == "en":
+        return english
+    return _all_phrases(code, "headings").get(english) or phrase(None, english)
+
+
 @cache
-def _all_phrases(code: str) -> dict[str, str]:
+def _all_phrases(code: str, kind: str = "phrases") -> dict[str, str]:
     names = ["common"] + sorted(p.stem for p in (TEXT_ROOT / code).glob("*.toml"))
     merged: dict[str, str] = {}
     for file in names:
-        found = _walk(_file(code, file), "phrases")
+        found = _walk(_file(code, file), kind)
         for english, translated in (found or {}).items():
             if isinstance(translated, str):
                 merged.setdefault(english, translated)
@@ -191,7 +202,7 @@ def _tables(data: dict[str, Any], prefix: str = "") -> dict[str, dict[str, Any]]
     """Every table of a text file that holds strings, by dotted name (phrases excluded)."""
     found = {}
     for key, value in data.items():
-        if not isinstance(value, dict) or key == "phrases":
+        if not isinstance(value, dict) or key in ("phrases", "headings"):
             continue
         name = f"{prefix}{key}"
         if any(isinstance(v, str) for v in value.values()):

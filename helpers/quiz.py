@@ -107,19 +107,34 @@ class Question:
     id: str = ""
 
     def __post_init__(self) -> None:
+        # The course's own questions (from a text file: they have an id) are checked as they are
+        # made; a learner's is made as written, and `check_question` says what is missing.
+        if self.id and self.mistakes():
+            raise ValueError(f"{self.prompt!r} {self.mistakes()[0][1]}")
+
+    def mistakes(self) -> list[tuple[str, str]]:
+        """What makes this question unanswerable: (key of the learner's message, English text)."""
+        found = []
         unknown = [t for t in self.draws_on if t not in TOPICS]
         if unknown:
-            raise ValueError(f"{self.prompt!r} draws on unknown topic(s) {unknown}")
+            found.append(("unknown_draws_on", f"draws on unknown topic(s) {unknown}"))
         if self.probe is None and self.answer == "yes" and self.raises is None:
-            raise ValueError(
-                f"{self.prompt!r} asks whether the program raises and says yes: name the "
-                "exception it expects, e.g. raises=(RuntimeError, 'a fragment of its message')"
+            found.append(
+                (
+                    "raises_missing",
+                    "asks whether the program raises and says yes: name the exception it "
+                    "expects, e.g. raises=(RuntimeError, 'a fragment of its message')",
+                )
             )
         if self.raises is not None and self.probe is not None:
-            raise ValueError(f"{self.prompt!r}: a question has a probe or raises, not both")
+            both = "has both: a question has a probe or raises, not both"
+            found.append(("probe_and_raises", both))
+        return found
 
     def run(self) -> Observation:
         """Run the program in a fresh namespace (global RNG untouched) and observe the answer."""
+        if self.mistakes():
+            raise ValueError(f"{self.prompt!r} {self.mistakes()[0][1]}")
         namespace: dict[str, Any] = {"torch": torch}
         program = compile(self.code, f"<question: {self.prompt}>", "exec")  # SyntaxError: a bug
         with warnings.catch_warnings(record=True) as caught, torch.random.fork_rng(devices=[]):

@@ -543,14 +543,14 @@ def _stage_data(result: SplitResult, models: SplitModels) -> list[tuple[str, Gra
         return _clean(autograd_graph(root, params={**dict(model.named_parameters()), **tensors}))
 
     return [
-        ("stage 1 · client: model 1", graph(result.f1, models.model1, f1=result.f1), {}),
+        (say("common", "split_graphs.stage_1"), graph(result.f1, models.model1, f1=result.f1), {}),
         (
-            "stage 2 · middle party: model 2",
+            say("common", "split_graphs.stage_2"),
             graph(result.f2, models.model2, ff1=result.ff1, f2=result.f2),
             {"ff1": result.ff1},
         ),
         (
-            "stage 3 · label holder: model 3",
+            say("common", "split_graphs.stage_3"),
             graph(result.loss, models.model3, ff2=result.ff2, loss=result.loss),
             {"ff2": result.ff2},
         ),
@@ -602,7 +602,7 @@ class SplitGraphs:
         for k, (sent, received) in enumerate((("f1", "ff1"), ("f2", "ff2")), start=1):
             if received not in ids:
                 continue
-            forward = f"  ↓ {sent}'s values"
+            forward = "  ↓ " + say("common", "split_graphs.values", name=sent)
             backward = f"  ↑ {received}.grad"
             self.dot.edge(
                 ids[f"stage{k}"],
@@ -625,10 +625,8 @@ class SplitGraphs:
             for name, t in (("f1", joint.f1), ("f2", joint.f2)):
                 found = _find(self.joint, t.grad_fn) if t.grad_fn is not None else None
                 if found is not None:
-                    marks[found] = f"= {name}: cut {name[1]}"
-            self._cluster(
-                "j", "joint run: no cuts, one loss.backward()", self.joint, "white", marks
-            )
+                    marks[found] = say("common", "split_graphs.cut", name=name, k=name[1])
+            self._cluster("j", say("common", "split_graphs.joint"), self.joint, "white", marks)
 
     def _cluster(
         self,
@@ -664,7 +662,9 @@ class SplitGraphs:
         """The text form of each graph, stage by stage (then the joint one)."""
         parts = [f"{title}\n{AutogradGraph(data).text()}" for title, data, _ in self.stages]
         if self.joint is not None:
-            parts.append("joint run\n" + AutogradGraph(self.joint).text())
+            parts.append(
+                say("common", "split_graphs.joint_short") + "\n" + AutogradGraph(self.joint).text()
+            )
         return "\n\n".join(parts)
 
     def __repr__(self) -> str:

@@ -1,5 +1,9 @@
 """helpers.course: the generated cells and addresses."""
 
+import re
+
+import pytest
+
 from helpers import course
 
 
@@ -174,11 +178,69 @@ def test_the_time_estimate_counts_prose_code_questions_and_exercises(tmp_path):
 ESTIMATED = [p for p in course.notebook_paths() if not p.name.startswith("10b_")]
 
 
-def test_the_course_total_meets_an_independent_estimate():
-    """An independent estimate put the course (optional notebooks included, 10b aside) at 11 to 12
-    hours; the estimate's assumed constants must keep it within half an hour of that."""
-    total = sum(course.minutes_to_work_through(p) for p in ESTIMATED)
-    assert 10.5 * 60 <= total <= 12.5 * 60, f"{total / 60:.1f} h"
+def test_every_exercise_is_counted_however_its_heading_is_written():
+    """ "### Exercise 1: ...", "### Exercise: ..." and "**Exercise 1.** ..." each count once; the
+    section heading "## Exercises" does not."""
+    import nbformat
+
+    said = re.compile(r"^(#+ |\*\*)Exercise\b(?!s)", re.M)
+    counted = {}
+    for path in course.notebook_paths():
+        nb = nbformat.read(path, as_version=4)
+        prose = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+        counted[course.notebook_key(path)] = len(course._EXERCISE.findall(prose))
+        assert counted[course.notebook_key(path)] == len(said.findall(prose)), path.name
+    assert (counted["04"], counted["07"], counted["07b"], counted["09b"], counted["09c"]) == (
+        3, 1, 2, 1, 1,
+    )  # fmt: skip
+    assert sum(counted.values()) == 29
+
+
+def test_the_estimate_states_its_error_against_both_independent_reads():
+    """Not pinned to either outside figure: the model lies between the two estimates, and what
+    the table of contents says of its error is computed from them."""
+    error = course.estimate_error()
+    keys = [course.notebook_key(p) for p in ESTIMATED]
+    assert sorted(course.INDEPENDENT_BY_NOTEBOOK) == sorted(keys)
+    assert error.model_total == sum(course.minutes_to_work_through(p) for p in ESTIMATED)
+    assert course.INDEPENDENT_TOTAL[0] <= error.model_total <= error.second_total
+    ratios = [
+        course.minutes_to_work_through(p) / course.INDEPENDENT_BY_NOTEBOOK[course.notebook_key(p)]
+        for p in ESTIMATED
+    ]
+    assert (error.lowest, error.highest) == (min(ratios), max(ratios))
+    toc = course.toc_markdown()
+    assert f"the model says {course._hours(error.model_total)}" in toc
+    assert f"per notebook {min(ratios):.2f} to {max(ratios):.2f} times the second" in toc
+    assert f"up to {1 / min(ratios):.1f} times the time shown" in toc
+    assert f"倍（中位数 {error.median:.2f}）" in course.toc_markdown("zh")
+
+
+def test_the_core_path_is_the_required_notebooks_and_both_readmes_give_it():
+    paths = {course.notebook_key(p): p for p in course.notebook_paths()}
+    assert set(course.CORE_PATH) <= set(paths)
+    assert not any(course.notebook_title(paths[k]).startswith("Optional") for k in course.CORE_PATH)
+    core = sum(course.minutes_to_work_through(paths[k]) for k in course.CORE_PATH)
+    text = course.core_path_text()
+    assert text.startswith("**The core path** (00 to 06, 08 and 10: ")
+    assert f"takes about {course._hours(core)};" in text
+    assert "the other 7 notebooks (07, 09 and the optional ones)" in text
+    for readme, edition in ((course.README_EN, "en"), (course.README_ZH, "zh")):
+        assert course.core_path_text(edition) in readme.read_text(encoding="utf-8")
+    with pytest.raises(ValueError, match="no core-path block"):
+        course.readme_core_path("# a README\n", "en")
+
+
+def test_start_here_counts_the_notebooks_it_opens():
+    import nbformat
+
+    nb = nbformat.read(course.NOTEBOOKS / "00_start_here.ipynb", as_version=4)
+    words = {15: "Fifteen", 16: "Sixteen", 17: "Seventeen"}
+    paths = course.notebook_paths()
+    optional = sum(course.notebook_title(p).startswith("Optional") for p in paths)
+    numbers = {4: "four", 5: "five", 6: "six"}
+    said = f"{words[len(paths)]} notebooks (00 to {course.notebook_key(paths[-1])}, "
+    assert said + f"{numbers[optional]} of them optional)" in nb.cells[0].source
 
 
 def test_the_table_of_contents_gives_each_notebook_and_the_course_a_time():
@@ -209,9 +271,10 @@ def test_course_notebooks_take_an_optional_letter_and_keep_course_order(tmp_path
     assert found == ["00_start.ipynb", "06_core.ipynb", "06b_deeper.ipynb", "07_z.ipynb",
                      "10_last.ipynb"]  # fmt: skip
     names = [p.name for p in course.notebook_paths()]
-    assert names.index("06b_split_learning_deeper.ipynb") == names.index(
-        "06_split_backward_three_models.ipynb"
-    ) + 1
+    assert (
+        names.index("06b_split_learning_deeper.ipynb")
+        == names.index("06_split_backward_three_models.ipynb") + 1
+    )
 
 
 def test_the_chinese_readme_titles_its_course_table_by_the_notebooks_own_titles():

@@ -546,14 +546,41 @@ def test_a_chinese_edition_graph_speaks_chinese_in_a_chinese_face():
         chinese = show_graph(y, show_saved=True)
     finally:
         set_language("en")
-    legend = _statements(chinese)["legend"]["label"]
+    legend = _statements(chinese)['"图例"']["label"]  # the legend's tooltip says 图例 too
     assert "反向函数（grad_fn）" in legend and "[已释放]" in chinese.source
+    assert "legend" in _statements(english)
     assert "backward function" not in legend and "[freed]" not in chinese.source
     assert f'fontname="{graph_module.CHINESE_NODE_FONT}"' in chinese.source
     assert f'fontname="{graph_module.CHINESE_TITLE_FONT}"' in chinese.source
     assert "Noto Sans Mono CJK SC" not in english.source and "[freed]" in english.source
     assert 'label="标量"' in chinese.source and "标量" not in english.source  # y's shape
     assert "label=scalar" in english.source and "scalar" not in chinese.source
+
+
+def test_a_chinese_edition_graph_s_text_form_is_chinese():
+    """The text form is the picture's <title> (a screen reader's words for it) and the site's
+    alternative text: in the twins it speaks Chinese, with the same numbers."""
+    from helpers.language import set_language
+
+    w = torch.ones(3, requires_grad=True)
+    y = w.exp().sum()
+    english = show_graph(y, show_saved=True).text()
+    set_language("zh")
+    try:
+        chinese = show_graph(y, show_saved=True).text()
+        alone = show_graph(torch.ones(2)).text()
+    finally:
+        set_language("en")
+    assert english.splitlines()[0] == (
+        "autograd graph: 6 nodes, 5 edges (3 function, 1 leaf, 1 output, 1 saved)"
+    )
+    assert chinese.splitlines()[0] == (
+        "autograd 计算图：6 个节点，5 条边（3 个函数、1 个叶子、1 个输出、1 个保存的张量）"
+    )
+    assert "├── 保存了 result [3]  <保存的张量>" in chinese
+    assert "├── saved result [3]  <saved>" in english
+    assert "没有计算图：requires_grad=False" in alone
+    assert not re.search(r"\b(nodes|edges|function|leaf|output|saved)\b", chinese)
 
 
 def test_a_graph_picture_carries_its_text_form_as_its_title():

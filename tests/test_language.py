@@ -132,6 +132,19 @@ def test_a_table_shows_its_headings_translated_and_keeps_english_keys(text_root)
     assert repr(table).splitlines()[0] == "name  is leaf"
 
 
+def test_a_heading_word_is_translated_only_where_it_heads_a_column(text_root):
+    """"loss" heads a column of values, and in another table's cells names a variable: the
+    [headings] table translates it only as a heading."""
+    write_zh(text_root, "common", '[headings]\n"loss" = "损失"\n[phrases]\n"run" = "运行"\n')
+    table = Table(["run", "loss"], [{"run": "loss", "loss": 0.5}])
+    set_language("zh")
+    assert repr(table).splitlines() == ["运行  损失", "----  ----", "loss  0.5"]
+    assert '<th style="text-align: left">损失</th>' in table._repr_html_()
+    assert phrase(None, "loss") == "loss"
+    set_language("en")
+    assert repr(table).splitlines()[0] == "run   loss"
+
+
 def test_phrase_without_a_translation_is_the_english(text_root):
     set_language("zh")
     assert phrase(None, "no such phrase") == "no such phrase"

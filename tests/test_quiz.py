@@ -306,10 +306,28 @@ def test_the_right_exception_with_another_message_is_not_the_answer_either():
 
 
 def test_a_yes_raise_question_must_name_its_exception():
+    # the course's own questions (with an id) are refused as they are made
     with pytest.raises(ValueError, match="name the exception it expects"):
-        _raising(SECOND_BACKWARD, raises=None)
+        Question("leaf", "Is it?", "y = 1", "yes", "m", "f", id="01_leaf_nodes:x")
     with pytest.raises(ValueError, match="a probe or raises, not both"):
-        Question("leaf", "Is it?", "y = 1", "yes", "m", "f", probe="y", raises=(ValueError, "x"))
+        Question("leaf", "Is it?", "y = 1", "yes", "m", "f", "y", (ValueError, "x"), id="a:b")
+    with pytest.raises(ValueError, match="draws on unknown topic"):
+        Question("leaf", "Is it?", "y = 1", "no", "m", "f", draws_on=("leaves",), id="a:b")
+    # a learner's is made as written; running it says what is missing
+    learners = _raising(SECOND_BACKWARD, raises=None)
+    with pytest.raises(ValueError, match="name the exception it expects"):
+        learners.run()
+
+
+def test_check_question_says_what_a_learner_s_raise_question_lacks():
+    """10's exercise: a learner writes a "does it raise?" question with raises=None. The checker
+    says what to add, in the notebook's language, instead of a traceback from the course's code."""
+    result = check_question(_raising(SECOND_BACKWARD, raises=None))
+    assert not result.ok and "name the exception it expects" in str(result)
+    both = Question("leaf", "Is it?", "y = 1", "yes", "m", "f", "y", (ValueError, "x"))
+    assert "give a probe or raises, not both" in str(check_question(both))
+    unknown = Question("leaf", "Is it?", "y = 1", "no", "m", "f", draws_on=("leaves",))
+    assert "draws_on names a topic the course does not have" in str(check_question(unknown))
 
 
 def test_every_yes_raise_question_of_the_course_names_its_exception():
@@ -460,9 +478,9 @@ def test_a_question_must_expect_a_built_in_exception(text_root, name):
 
 def test_a_question_on_an_unknown_topic_and_a_yes_raise_question_say_how_to_fix_them():
     with pytest.raises(ValueError, match=r"'Is it\?' draws on unknown topic\(s\) \['nope'\]"):
-        Question("leaf", "Is it?", "y = 1", "no", "m", "f", probe="y", draws_on=("leaf", "nope"))
+        Question("leaf", "Is it?", "y = 1", "no", "m", "f", "y", draws_on=("leaf", "nope"), id="a")
     with pytest.raises(ValueError, match=r"e\.g\. raises=\(RuntimeError, 'a fragment"):
-        Question("leaf", "Does it raise?", "y = 1", "yes", "m", "f")
+        Question("leaf", "Does it raise?", "y = 1", "yes", "m", "f", id="a:b")
 
 
 def test_a_question_is_localized_into_the_language_asked_for(text_root):

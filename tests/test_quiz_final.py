@@ -206,5 +206,5 @@ def test_notebook_10_asks_only_its_new_questions_numbered_on():
 
 def test_a_question_draws_only_on_known_topics():
     with pytest.raises(ValueError, match=r"draws on unknown topic\(s\) \['leaves'\]"):
-        Question("leaf", "Is it?", "y = 1", "no", "m", "f", probe="y == 2", draws_on=("leaves",))
+        Question("leaf", "Is it?", "y = 1", "no", "m", "f", "y == 2", draws_on=("leaves",), id="a")
     assert Question("leaf", "Is it?", "y = 1", "no", "m", "f", probe="y == 2").draws_on == ()

@@ -668,6 +668,24 @@ def test_each_stage_is_drawn_in_its_box_with_every_node_and_arrow():
     assert 'label="joint run: no cuts, one loss.backward()"' in source
 
 
+def test_split_graphs_speak_the_twin_s_language():
+    from helpers.language import set_language
+
+    set_language("zh")
+    try:
+        g = graphs()
+        source, text = g.dot.source, g.text()
+    finally:
+        set_language("en")
+    titles = ("阶段 1 · 客户端：模型 1", "阶段 2 · 中间方：模型 2", "阶段 3 · 标签持有方：模型 3")
+    for title in titles:
+        assert f"label=\"{title}\"" in source and title in text
+    assert "↓ f1 的值" in source and "= f2：切口 2" in source
+    assert 'label="联合运行：没有切口，一次 loss.backward()"' in source
+    assert "\n\n联合运行\n" in text
+    assert not any(w in source + text for w in ("stage", "values", "joint", "cut "))
+
+
 def test_the_text_names_each_stages_tensors_and_the_joint_loss():
     sections = graphs().text().split("\n\n")
     assert [s.splitlines()[0] for s in sections] == [

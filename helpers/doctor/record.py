@@ -395,7 +395,10 @@ class Recorder:
         """When `root.backward(leaf.grad)` is handed the gradient of a cut leaf whose values are not
         root's (split learning's wrong hand-off), the parameters root's graph reaches."""
         for leaf in self.record.handoff_leaves:
-            if leaf.grad is gradient:
+            grad = leaf.grad  # handed back as is, or as a copy (a clone, or one sent over a wire)
+            if grad is gradient or (
+                grad is not None and grad.shape == gradient.shape and torch.equal(grad, gradient)
+            ):
                 same = leaf.shape == root.shape and torch.equal(leaf.detach(), root.detach())
                 if not same and root.grad_fn is not None:
                     return reach(root, self._reach_cache)

@@ -47,6 +47,7 @@ def check_sgd_step(sgd_step: Callable[..., object]) -> CheckResult:
         return feedback([say(TEXT, "feedback.sgd_step_not_callable", type=type(sgd_step).__name__)])
     params = _sgd_case()
     before = {name: p.detach().clone() for name, p in params.items()}
+    versions = {name: p._version for name, p in params.items()}
     grads = {name: None if p.grad is None else p.grad.clone() for name, p in params.items()}
     try:
         sgd_step(list(params.values()), SGD_LR)
@@ -87,6 +88,9 @@ def check_sgd_step(sgd_step: Callable[..., object]) -> CheckResult:
             )
         if not p.requires_grad:
             problems.append(say(TEXT, "feedback.no_longer_requires_grad", name=name))
+        elif p._version == versions[name] and not torch.equal(now, old):
+            # moved, and its version counter did not count it: written through .data
+            problems.append(say(TEXT, "feedback.through_data", name=name))
     if not torch.equal(params["frozen"].detach(), before["frozen"]):
         problems.append(say(TEXT, "feedback.frozen_moved"))
     if problems:

@@ -49,6 +49,7 @@ def check_question(question: object) -> CheckResult:
         problems.append(_say("fact_not_text"))
     if question.probe is not None and not _is_text(question.probe):
         problems.append(_say("probe_not_text"))
+    problems += [_say(key) for key, _ in question.mistakes()]
     if problems:
         return feedback(problems)
     try:

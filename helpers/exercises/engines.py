@@ -90,6 +90,11 @@ def _check(split: Callable, seed: int) -> list[str]:
     if not callable(finish):
         return [say(TEXT, "feedback.finish_not_callable", type=type(finish).__name__)]
     before = None if received.grad is None else received.grad.clone()
+    # A pipeline runs finish() once per micro-batch into the same .grad: give each weight an
+    # earlier micro-batch's gradient, which finish() must add to, not replace.
+    earlier = [torch.full_like(p, 0.5) for p in weights]
+    for p, g in zip(weights, earlier, strict=True):
+        p.grad = g.clone()
     try:
         finish()
     except RuntimeError as err:
@@ -98,9 +103,14 @@ def _check(split: Callable, seed: int) -> list[str]:
         return [say(TEXT, "feedback.finish_raised", error=error_line(err))]
     except Exception as err:
         return [say(TEXT, "feedback.finish_raised", error=error_line(err))]
-    if any(p.grad is None for p in weights):
+    if any(p.grad is None for p in weights) or all(
+        torch.equal(p.grad, e) for p, e in zip(weights, earlier, strict=True)
+    ):
         return [say(TEXT, "feedback.weights_not_filled")]
-    if not all(_close(p.grad, w) for p, w in zip(weights, want_weights, strict=True)):
+    pairs = list(zip(weights, want_weights, earlier, strict=True))
+    if not all(_close(p.grad, w + e) for p, w, e in pairs):
+        if all(_close(p.grad, w) for p, w, _ in pairs):
+            return [say(TEXT, "feedback.finish_replaced")]
         return [say(TEXT, "feedback.wrong_weight_grads")]
     after = received.grad
     if after is not None and (before is None or not torch.equal(after, before)):
@@ -172,6 +182,34 @@ def _reduced_arguments(function: Callable) -> list[str]:
     ]  # fmt: skip
 
 
+def _world_size_written_in(average: Callable, world: int) -> str | None:
+    """The right average on `world` ranks can still be wrong on any other number of ranks: a
+    hook that divides by the number itself (`/ 2`, `* 0.5`, `.div_(2)`) instead of asking
+    dist.get_world_size()."""
+    tree = ast.parse(textwrap.dedent(inspect.getsource(average)))
+    written = {world, 1 / world}
+
+    def constant(node: ast.AST) -> bool:
+        return isinstance(node, ast.Constant) and node.value in written and node.value is not True
+
+    for node in ast.walk(tree):
+        scales = isinstance(node, ast.BinOp | ast.AugAssign) and isinstance(
+            node.op, ast.Div | ast.Mult
+        )
+        if isinstance(node, ast.AugAssign) and scales and constant(node.value):
+            return say(TEXT, "feedback.hook_world_written", world=world)
+        if isinstance(node, ast.BinOp) and scales and (constant(node.right) or constant(node.left)):
+            return say(TEXT, "feedback.hook_world_written", world=world)
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", "") in METHODS_THAT_SCALE:
+            if any(constant(a) for a in node.args):
+                return say(TEXT, "feedback.hook_world_written", world=world)
+    return None
+
+
+#: Tensor methods that divide or multiply by their argument.
+METHODS_THAT_SCALE = {"div", "div_", "divide", "divide_", "mul", "mul_", "multiply", "multiply_"}
+
+
 def _local_grads(rank: int) -> dict[str, torch.Tensor | None]:
     """One process: the gradients of rank `rank`'s half alone (what a rank has before averaging)."""
     from helpers.ranks.data_parallel_ranks import PostModel, gradients_of, half_batch
@@ -200,7 +238,7 @@ def _average_verdict(results: dict[int, dict[str, Any]], average: Callable) -> s
         )
 
     if every_rank_holds(1.0, lambda rank: full):
-        return None
+        return _world_size_written_in(average, len(results))
     if every_rank_holds(2.0, lambda rank: full):
         return say(TEXT, "feedback.hook_summed")
     if any(every_rank_holds(f, lambda rank: local[rank]) for f in (1.0, 1.0 / len(results))):

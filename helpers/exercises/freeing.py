@@ -119,6 +119,8 @@ def _hint(predicted: dict[tuple[int, int, int], float]) -> str:
     wrong = [
         (lambda b, w, d: d * b * w, "hint_elements"),
         (lambda b, w, d: 2 * d * b * w * f, "hint_twice"),
+        # each Linear's saved input and the ReLU output before it counted apart, x left out
+        (lambda b, w, d: (2 * d - 1) * b * w * f, "hint_twice"),
         (lambda b, w, d: (d + 1) * b * w * f, "hint_input"),
         (lambda b, w, d: (d - 1) * b * w * f, "hint_short"),
     ]

@@ -108,15 +108,22 @@ MISTAKES: dict[str, Callable] = {
 Run = list[tuple[list[torch.Tensor], float]]
 
 
-def _run(step: Callable, seed: int) -> Run:
-    """The weights and the scale after each of the four steps."""
+def _run(step: Callable, seed: int, backwards: list[int] | None = None) -> Run:
+    """The weights and the scale after each of the four steps; `backwards`, when given, gets how
+    many backward passes reached the network in each step."""
     net, _, _ = small_network(seed)
     optimizer = torch.optim.SGD(net.parameters(), lr=0.1)
     scaler = torch.amp.GradScaler("cpu", init_scale=SCALE)
+    reached = [0]
+    first = next(iter(net.parameters()))
+    first.register_hook(lambda grad: reached.__setitem__(0, reached[0] + 1))
     after = []
     for x, y in amp_batches(seed):
+        reached[0] = 0
         step(net, x, y, optimizer, scaler, MAX_NORM)
         after.append(([p.detach().clone() for p in net.parameters()], scaler.get_scale()))
+        if backwards is not None:
+            backwards.append(reached[0])
     return after
 
 
@@ -141,8 +148,9 @@ def check_amp_step(amp_step: Callable) -> CheckResult:
         return feedback([say(TEXT, "feedback.unfilled")])
     if not callable(amp_step):
         return feedback([say(TEXT, "feedback.not_function", type=type(amp_step).__name__)])
+    backwards: list[int] = []
     try:
-        run = _run(amp_step, 0)
+        run = _run(amp_step, 0, backwards)
     except Exception as err:  # the learner's code may fail in any way
         text = str(err)
         if "unscale_() has already been called" in text:
@@ -152,6 +160,8 @@ def check_amp_step(amp_step: Callable) -> CheckResult:
         if "being called after step()" in text:
             return feedback([say(TEXT, "feedback.no_update")])
         return feedback([say(TEXT, "feedback.raised", error=error_line(err))])
+    if max(backwards) > 1:  # the clip to max_norm hides doubled gradients: count the passes
+        return feedback([say(TEXT, "feedback.backward_twice", times=max(backwards))])
     if _same(run, _known("right", 0)):
         return feedback([], success=say(TEXT, "feedback.success"))
     if _same(run, _known("none", 0)):

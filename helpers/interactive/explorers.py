@@ -41,6 +41,11 @@ __all__ = [
 ]
 
 
+def _said(key: str, **fields: object) -> str:
+    """A comment of the programs the widgets show, in the learner's language (code stays code)."""
+    return "  # " + say("common", f"explorer_code.{key}", **fields)
+
+
 # --------------------------------------------------------------------------------------------
 # Graph explorer: a cut between two models, three toggles
 # --------------------------------------------------------------------------------------------
@@ -50,17 +55,18 @@ def explorer_code(detach: bool, input_requires_grad: bool, retain_grad: bool) ->
     """The program the graph explorer runs for one setting of its three toggles."""
     rg = ", requires_grad=True"
     lines = [
-        f"x = torch.tensor([1.0, 2.0, 3.0]{rg if input_requires_grad else ''})  # the input",
-        f"w1 = torch.tensor([0.5, -1.0, 2.0]{rg})  # model 1",
-        "h = w1 * x  # the intermediate",
+        f"x = torch.tensor([1.0, 2.0, 3.0]{rg if input_requires_grad else ''})"
+        + _said("the_input"),
+        f"w1 = torch.tensor([0.5, -1.0, 2.0]{rg})" + _said("model_1"),
+        "h = w1 * x" + _said("the_intermediate"),
     ]
     if retain_grad:
         lines.append("h.retain_grad()")
-    lines.append(f"w2 = torch.tensor([2.0, 1.0, -1.0]{rg})  # model 2")
+    lines.append(f"w2 = torch.tensor([2.0, 1.0, -1.0]{rg})" + _said("model_2"))
     if detach:
-        lines += ["h_cut = h.detach()  # the cut", "y = (h_cut * w2).sum()"]
+        lines += ["h_cut = h.detach()" + _said("the_cut"), "y = (h_cut * w2).sum()"]
     else:
-        lines.append("y = (h * w2).sum()  # no cut")
+        lines.append("y = (h * w2).sum()" + _said("no_cut"))
     lines.append("y.backward()")
     return "\n".join(lines)
 
@@ -85,7 +91,7 @@ def explore_graph(
     order = ["x", "w1", "h", "h_cut", "w2", "y"]
     tensors = {name: namespace[name] for name in order if name in namespace}
     data = autograd_graph(tensors["y"], tensors["h"], params=tensors)  # type: ignore[arg-type]
-    graph = AutogradGraph(data, title="graph of y (and of h)")
+    graph = AutogradGraph(data, title=say("common", "explorer_code.graph_title"))
     return ExplorerResult(code, tensors, graph, tensor_state(**tensors))  # type: ignore[arg-type]
 
 
@@ -139,19 +145,19 @@ def optimizer_code(
     make = _MAKE[optimizer]
     lr_text = f"{lr:g}"
     lines = [
-        "models = build_models(seed=42)  # the post's three models",
+        "models = build_models(seed=42)" + _said("posts_models"),
         "f1 = models.model1(tokens)",
-        "ff1 = f1.clone().detach().requires_grad_(True)  # cut 1",
+        "ff1 = f1.clone().detach().requires_grad_(True)" + _said("cut", k=1),
         "f2 = models.model2(ff1)",
-        "ff2 = f2.clone().detach().requires_grad_(True)  # cut 2",
+        "ff2 = f2.clone().detach().requires_grad_(True)" + _said("cut", k=2),
     ]
     if loss == LOSSES[1]:
         lines += [
             "out = models.model3.layer(ff2)",
-            "loss = token_loss(out, target)  # per token: target [[1, 1, 1, 1, 1]]",
+            "loss = token_loss(out, target)" + _said("per_token"),
         ]
     else:
-        lines.append("out, loss = models.model3(ff2, label)  # the post's loss")
+        lines.append("out, loss = models.model3(ff2, label)" + _said("posts_loss"))
     if arrangement == ARRANGEMENTS[0]:
         params = "m.parameters()"
         lines.append(f"opts = [{make.format(params=params, lr=lr_text)} for m in models.as_list()]")
@@ -159,7 +165,7 @@ def optimizer_code(
     else:
         lines += [
             "params = [p for m in models.as_list() for p in m.parameters()]",
-            f"opt = {make.format(params='params', lr=lr_text)}  # one for all three",
+            f"opt = {make.format(params='params', lr=lr_text)}" + _said("one_for_all"),
         ]
         picks = ["opt"] * 3
     for pick, stage in zip(picks, STAGES, strict=True):

@@ -117,5 +117,3 @@ class WidgetFactory:
             style=style,
             layout=self._checkbox_layout,
         )
-
-

@@ -56,6 +56,7 @@ __all__ = [
     "optimizer_lab",
 ]
 
+
 def _pre(text: str) -> str:
     return (
         '<pre style="margin: 0 12px 0 0; padding: 6px; background: #f6f8fa; font-size: 12px; '
@@ -115,7 +116,9 @@ class GraphExplorer(LiveWidget):
         """Re-run the program for the current toggles and redraw."""
         self.result = explore_graph(**self.settings())
         self.code.value = _pre(self.result.code)
-        self.picture.value = graph_html(self.result.graph, alt="graph of y and h")
+        self.picture.value = graph_html(
+            self.result.graph, alt=say("common", "explorer_code.graph_alt")
+        )
         self.table.value = table_html(self.result.table)
 
 

@@ -3,10 +3,11 @@ cell prints, and the titles and notes it passes to a helper to show.
 
 A twin's code is the English code; only these words differ. `texts(source)` finds them (Python's
 tokenizer finds the comments, its parser the string literals passed to `print` or as `title=`,
-`note=` and the like), `apply` puts translations in, and `same_code` proves two cells are one
-program: their syntax trees are equal once those strings' words are blanked, so no translation
-can change what the code does, and a translated f-string keeps its `{expressions}` and their
-formats.
+`note=` and the like, a title passed by position to `graph_picture`, the keys naming a
+`show_graph` picture's `params=`), `apply` puts translations in, and `same_code` proves two
+cells are one program: their syntax trees are equal once those strings' words are blanked, so no
+translation can change what the code does, and a translated f-string keeps its `{expressions}`
+and their formats.
 
 Markers that tools read (`# NBVAL_IGNORE_OUTPUT`, `# @title`, `# noqa`, `# type:`, `# pragma`)
 are not words to translate.
@@ -25,9 +26,14 @@ __all__ = ["Text", "apply", "same_code", "same_kind", "texts", "untranslated"]
 #: Keyword arguments whose string a helper shows the learner as prose (a graph's or table's title,
 #: a figure's note, a question's words): translated like printed strings.
 SHOWN_KEYWORDS = frozenset({"title", "note", "prompt", "misconception", "fact"})
+#: Helpers whose positional arguments (by index) are a title the learner sees.
+SHOWN_POSITIONS = {"graph_picture": (1,)}
+#: Helpers whose `params=` dict names what a picture labels: its literal keys are shown words.
+LABELLED_BY_PARAMS = frozenset({"show_graph"})
 #: Comments that tools read: never translated.
 MARKER = re.compile(r"#\s*(NBVAL_|@title|noqa|type:|pragma|fmt:)")
 _WORD = re.compile(r"[A-Za-z]{2,}")
+_CJK = re.compile(r"[\u3400-\u9fff]")
 
 
 @dataclass(frozen=True)
@@ -68,15 +74,44 @@ def _char(line: str, byte_col: int) -> int:
     return len(line.encode()[:byte_col].decode(errors="ignore"))
 
 
+def _is_label(node: ast.expr) -> bool:
+    """A label in words ("clone first: y.clone()"), not a tensor's name ("ff1", "labels")."""
+    if (
+        not (isinstance(node, ast.Constant) and isinstance(node.value, str))
+        or " " not in node.value
+    ):
+        return False
+    prose = [w for w in node.value.split() if not any(ch in w for ch in ".([=")]
+    return any(len(re.sub(r"[^A-Za-z]", "", w)) >= 2 or _CJK.search(w) for w in prose)
+
+
+def _literals(node: ast.expr) -> list[ast.expr]:
+    """A string literal, or the string literals joined by `+` in an expression such as
+    `pad + "None (an input ...)"`."""
+    if _is_literal(node):
+        return [node]
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        return _literals(node.left) + _literals(node.right)
+    return []
+
+
 def _said(node: ast.AST) -> list[ast.expr]:
-    """The string literals a call says to the learner: print's positional arguments, and the
-    keyword arguments in SHOWN_KEYWORDS of any call."""
+    """The string literals a call says to the learner: print's positional arguments (and the
+    literals they join with `+`), the keyword arguments in SHOWN_KEYWORDS of any call, a title
+    passed by position (SHOWN_POSITIONS) and the literal keys of a picture's `params=` labels."""
     if not isinstance(node, ast.Call):
         return []
     said = []
-    if isinstance(node.func, ast.Name) and node.func.id == "print":
-        said += [a for a in node.args if _is_literal(a)]
+    name = node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", "")
+    if isinstance(node.func, ast.Name) and name == "print":  # the builtin, not log.print
+        said += [lit for a in node.args for lit in _literals(a)]
+    said += [
+        a for i, a in enumerate(node.args) if i in SHOWN_POSITIONS.get(name, ()) and _is_literal(a)
+    ]
     said += [k.value for k in node.keywords if k.arg in SHOWN_KEYWORDS and _is_literal(k.value)]
+    for k in node.keywords:
+        if name in LABELLED_BY_PARAMS and k.arg == "params" and isinstance(k.value, ast.Dict):
+            said += [key for key in k.value.keys if key is not None and _is_label(key)]
     return said
 
 
@@ -143,17 +178,21 @@ def _is_literal(node: ast.AST) -> bool:
 
 
 class _BlankPrinted(ast.NodeTransformer):
-    """Blanks the string literals a call says to the learner (`_said`): the only strings a twin
+    """Blanks the string literals calls say to the learner (`_said`): the only strings a twin
     may say otherwise."""
 
-    def visit_Call(self, node: ast.Call) -> ast.AST:
-        self.generic_visit(node)
-        said = {id(a) for a in _said(node)}
-        node.args = [_blank(a) if id(a) in said else a for a in node.args]
-        for keyword in node.keywords:
-            if id(keyword.value) in said:
-                keyword.value = _blank(keyword.value)
-        return node
+    def __init__(self, tree: ast.AST) -> None:
+        self.said = {id(lit) for node in ast.walk(tree) for lit in _said(node)}
+
+    def visit_Constant(self, node: ast.Constant) -> ast.AST:
+        return _blank(node) if id(node) in self.said else node
+
+    def visit_JoinedStr(self, node: ast.JoinedStr) -> ast.AST:
+        return _blank(node) if id(node) in self.said else self.generic_visit(node)
+
+
+def _blanked(tree: ast.AST) -> str:
+    return ast.dump(_BlankPrinted(tree).visit(tree))
 
 
 def same_code(english: str, twin: str) -> bool:
@@ -163,7 +202,7 @@ def same_code(english: str, twin: str) -> bool:
         a, b = ast.parse(english), ast.parse(twin)
     except SyntaxError:
         return english == twin
-    return ast.dump(_BlankPrinted().visit(a)) == ast.dump(_BlankPrinted().visit(b))
+    return _blanked(a) == _blanked(b)
 
 
 def same_kind(english: str, translation: str) -> bool:

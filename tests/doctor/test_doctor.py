@@ -574,6 +574,24 @@ def test_bug_4_the_wrong_tensors_gradient():
     )
 
 
+def test_bug_4_with_the_gradient_copied_as_over_a_wire():
+    def step(m):
+        f1 = m.model1(tokens)
+        ff1 = cut(f1)
+        f2 = m.model2(ff1)
+        ff2 = cut(f2)
+        _, loss = m.model3(ff2, label)
+        loss.backward()
+        f2.backward(ff2.grad.clone())  # a copy, as a message carries it: right
+        f1.backward(ff2.grad.clone())  # the bug again, through a copy
+        for optimizer in make_optimizers(m):
+            optimizer.step()
+
+    m, checkup = split_checkup(step)
+    found = by_model(checkup, m)
+    assert found == {"model1": {"wrong_handoff"}, "model2": {"learned"}, "model3": {"learned"}}
+
+
 # -- more correct steps: no false alarm --------------------------------------------------------
 
 

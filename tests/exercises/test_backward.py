@@ -110,6 +110,20 @@ def clears_bias_grad_only(params, lr):
     params[0].grad = None  # weight.grad cleared, bias.grad forgotten
 
 
+def through_data(params, lr):
+    for p in params:
+        if p.grad is not None:
+            p.data -= lr * p.grad  # the right values, behind autograd's back
+            p.grad = None
+
+
+def test_a_step_through_data_is_named():
+    result = check_sgd_step(through_data)
+    assert not result.ok
+    assert "weight moved, but through .data" in str(result)
+    assert "with torch.no_grad(): p -= lr * p.grad" in str(result)
+
+
 def test_right_step_passes_and_matches_torch_sgd():
     result = check_sgd_step(right_step)
     assert isinstance(result, CheckResult) and result.ok, result

@@ -46,6 +46,26 @@ def input_again(output, grad, received, weights):
     return input_grad, lambda: output.backward(grad)
 
 
+def right_adding_by_hand(output, grad, received, weights):
+    (input_grad,) = torch.autograd.grad(output, received, grad, retain_graph=True)
+
+    def finish():
+        for p, g in zip(weights, torch.autograd.grad(output, list(weights), grad), strict=True):
+            p.grad = g if p.grad is None else p.grad + g
+
+    return input_grad, finish
+
+
+def finish_replaces(output, grad, received, weights):
+    (input_grad,) = torch.autograd.grad(output, received, grad, retain_graph=True)
+
+    def finish():
+        for p, g in zip(weights, torch.autograd.grad(output, list(weights), grad), strict=True):
+            p.grad = g  # the micro-batch before is lost
+
+    return input_grad, finish
+
+
 def sends_back_what_arrived(output, grad, received, weights):
     return grad, lambda: output.backward(grad, inputs=list(weights))
 
@@ -56,7 +76,7 @@ def messages(fn):
 
 
 def test_right_answers_pass_however_written():
-    for fn in (right, right_with_backward_inputs):
+    for fn in (right, right_with_backward_inputs, right_adding_by_hand):
         ok, said = messages(fn)
         assert ok, said
 
@@ -70,6 +90,11 @@ def test_each_typical_mistake_gets_its_own_message():
     assert "writes no .grad" in messages(grad_only)[1]
     assert "inputs=weights" in messages(input_again)[1]
     assert "the gradient that arrived" in messages(sends_back_what_arrived)[1]
+    assert messages(finish_replaces) == (False, (
+        "finish() replaced the weights' .grad instead of adding to it: a pipeline runs it once "
+        "per micro-batch into the same .grad, and an earlier micro-batch's gradient was lost. "
+        "Let backward accumulate (output.backward(grad, inputs=weights)), or add: "
+        "p.grad += g"))  # fmt: skip
     assert not any(messages(f)[0] for f in (full_backward_first, graph_freed, grad_only))
 
 
@@ -164,8 +189,23 @@ def average(p):
 
 
 def average_divided_first(param):
-    param.grad = param.grad / 2
+    param.grad = param.grad / dist.get_world_size()
     dist.all_reduce(param.grad)
+
+
+def two_written(p):
+    dist.all_reduce(p.grad)
+    p.grad /= 2  # right on the checker's two ranks only
+
+
+def two_written_in_other_ways(p):
+    dist.all_reduce(p.grad)
+    p.grad.mul_(0.5)
+
+
+def two_written_first(p):
+    p.grad = p.grad / 2
+    dist.all_reduce(p.grad)
 
 
 def summed(p):
@@ -243,6 +283,11 @@ def test_each_typical_averaging_mistake_gets_its_own_message():
         "a weight changed during backward: reduce the gradient p.grad, not the parameter p"
     )
     assert hook_messages(wrong_factor)[1].startswith("after backward the ranks' p.grad is not")
+    for fn in (two_written, two_written_in_other_ways, two_written_first):
+        assert hook_messages(fn) == (False, (
+            "right on these 2 ranks, but average divides by the number 2 written in its code: "
+            "on any other number of ranks it is wrong. Divide by "
+            "dist.get_world_size()"))  # fmt: skip
 
 
 def test_a_failing_or_waiting_rank_is_explained():

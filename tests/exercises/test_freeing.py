@@ -240,6 +240,7 @@ HINTS = {
     [
         (lambda b, w, d: d * b * w, "elements"),
         (lambda b, w, d: 2 * d * b * w * 4, "twice"),
+        (lambda b, w, d: (2 * d - 1) * b * w * 4, "twice"),  # Linear inputs and ReLU outputs
         (lambda b, w, d: (d + 1) * b * w * 4, "input"),
         (lambda b, w, d: (d - 1) * b * w * 4, "short"),
         (lambda b, w, d: d * (b * w + w * w + w) * 4, "params"),  # weights and biases

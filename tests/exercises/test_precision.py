@@ -32,6 +32,17 @@ def written_differently(net, x, y, opt, scaler, max_norm):
     return loss
 
 
+def backward_twice(net, x, y, opt, scaler, max_norm):
+    opt.zero_grad()
+    scaled = scaler.scale(loss_of(net, x, y))
+    scaled.backward(retain_graph=True)
+    scaled.backward()  # twice: the gradients double, and the clip hides it
+    scaler.unscale_(opt)
+    nn.utils.clip_grad_norm_(net.parameters(), max_norm)
+    scaler.step(opt)
+    scaler.update()
+
+
 def no_scale(net, x, y, opt, scaler, max_norm):
     opt.zero_grad()
     loss_of(net, x, y).backward()
@@ -109,6 +120,14 @@ def test_mistakes_gradscaler_refuses_are_explained():
     assert "end each step with scaler.update()" in said(no_update)[1]
     assert "ran twice in one step" in said(unscale_twice)[1]
     assert "the clip saw the scaled gradients" in said(no_unscale)[1]  # step unscales after clip
+
+
+def test_a_doubled_backward_is_named_though_the_clip_hides_it_in_the_weights():
+    assert said(backward_twice) == (False, (
+        "backward reached the network 2 times in one step: the gradients added up to 2 times "
+        "their size. The clip to max_norm hid it here; without a clip, or under max_norm, the "
+        "step would be 2 times too long. Call scaler.scale(loss).backward() once per "
+        "step"))  # fmt: skip
 
 
 def test_other_runs_and_answers_that_are_not_a_step():

@@ -26,6 +26,26 @@ def test_explorer_code_follows_the_toggles():
     assert "x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)" in every
 
 
+def test_the_programs_comments_and_the_graph_title_speak_the_twin_s_language():
+    from helpers.language import set_language
+
+    set_language("zh")
+    try:
+        code = explorer_code(detach=True, input_requires_grad=False, retain_grad=False)
+        lab = optimizer_code("Adam", 0.01, True, ARRANGEMENTS[1], LOSSES[1])
+        result = explore_graph(detach=True)
+        title = result.graph.graph_attr.get("label") or "".join(result.graph.body)
+        run = optimizer_run("Adam", 0.01, True, ARRANGEMENTS[1], LOSSES[1])  # runs that code
+    finally:
+        set_language("en")
+    assert "x = torch.tensor([1.0, 2.0, 3.0])  # 输入" in code
+    assert "h_cut = h.detach()  # 切口" in code and "# model" not in code
+    assert "ff2 = f2.clone().detach().requires_grad_(True)  # 切口 2" in lab
+    assert "# 三个模型共用一个" in lab and "# the post" not in lab
+    assert "y 的计算图（以及 h 的）" in title
+    assert "# 切口 1" in run.code
+
+
 def test_no_cut_sends_gradients_to_both_models():
     result = explore_graph()
     t = result.tensors

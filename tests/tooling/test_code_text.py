@@ -109,6 +109,22 @@ def test_only_print_and_the_shown_keywords_say_words():
     assert [t.text for t in texts(source)] == ['"said here"']
 
 
+def test_a_title_by_position_a_joined_print_and_a_picture_s_labels_say_words():
+    source = (
+        'graph_picture(g, "compiled forward", kept)\n'
+        'print(pad + "None  (an input)")\n'
+        'show_graph(a, b, c, params={"w": w, "ff1": f, "c = y.clone()": c, "clone first: y": a})\n'
+        'other(g, "not a title", params={"a label": 1})'
+    )
+    said = [t.text for t in texts(source)]
+    assert said == ['"compiled forward"', '"None  (an input)"', '"clone first: y"']
+    assert same_code(source, source.replace("compiled forward", "编译后的前向图"))
+    assert same_code(source, source.replace("clone first: y", "先 clone：y"))
+    assert not same_code(source, source.replace('"c = y.clone()"', '"c = y.detach()"'))
+    assert not same_code(source, source.replace('"ff1"', '"ff2"'))
+    assert not same_code(source, source.replace('"not a title"', '"不是标题"'))
+
+
 def test_a_title_keeps_its_fields():
     english = 'show_graph(y, title=f"step {step} of {total}")'
     assert same_code(english, 'show_graph(y, title=f"第 {step} 步，共 {total} 步")')
