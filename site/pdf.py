@@ -31,6 +31,9 @@ import time
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+#: How long the book's page may take to load its pictures (ms).
+BOOK_LOAD_MS = 300_000
+
 SITE_DIR = Path(__file__).resolve().parent
 ROOT = SITE_DIR.parent
 sys.path[:0] = [str(ROOT), str(SITE_DIR)]
@@ -277,8 +280,14 @@ def print_book(browser, base: str, edition: str, out: Path) -> dict:
         chapters.append({"slug": name, **chapter})
     edition_base = base + (f"{EDITIONS[edition]}/" if EDITIONS[edition] else "")
     page.goto(edition_base + "index.html", wait_until="load")
-    page.set_content(book_html(edition, chapters, edition_base), wait_until="load")
-    page.wait_for_function("() => Array.from(document.images).every(i => i.complete)")
+    # the whole book in one page: every chapter's pictures load before "load" fires, which on a
+    # busy 2-core machine takes longer than Playwright's default 30 s
+    page.set_content(
+        book_html(edition, chapters, edition_base), wait_until="load", timeout=BOOK_LOAD_MS
+    )
+    page.wait_for_function(
+        "() => Array.from(document.images).every(i => i.complete)", timeout=BOOK_LOAD_MS
+    )
     page.evaluate("document.fonts.ready")
     footer = (
         '<div style="font-size:7pt;width:100%;text-align:center;color:#57606a">'

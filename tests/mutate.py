@@ -169,13 +169,6 @@ LEFT_OUT: dict[str, str] = {
 REMEASURE: dict[str, str] = {
     "helpers/ranks/data_parallel_ranks.py": "its helpers made public (gradients_of, "
     "average_by_hand) when it moved into helpers/ranks/; queued for a run of its own",
-    "helpers/exercises/engines.py": "reads a rank's symptom through helpers.ranks.failures now, "
-    "and tells a finish() that replaces .grad and a hook that divides by 2; queued",
-    "helpers/exercises/precision.py": "counts the backward passes of a step (a doubled backward "
-    "that the clip hides); queued",
-    "helpers/interactive/explorers.py": "the programs' comments in the learner's language; queued",
-    "helpers/tooling/code_text.py": "a title by position, a joined print and a picture's "
-    "labels are words too; queued",
     **{
         module: "changed since 2026-12-02's run (figures in the edition's language, the graphs' "
         "Chinese faces, the twins' translated code); queued for a run of its own"

@@ -125,6 +125,25 @@ def test_a_title_by_position_a_joined_print_and_a_picture_s_labels_say_words():
     assert not same_code(source, source.replace('"not a title"', '"不是标题"'))
 
 
+def test_the_shown_words_of_calls_written_other_ways():
+    """Through a module (`helpers.graph_picture`), with a title and labels in one call, a label of
+    short words, a literal on the left of `+`, a key that is a name, and a call of a call."""
+    source = (
+        'helpers.graph_picture(g, "a title", kept)\n'
+        'show_graph(y, title="the title", params={"of y": y, name: t})\n'
+        'print("a prefix " + pad)\n'
+        'fns[0]("not said")'
+    )
+    said = [t.text for t in texts(source)]
+    assert said == ['"a title"', '"the title"', '"of y"', '"a prefix "']
+
+
+def test_an_f_string_no_call_says_is_code():
+    english = 'key = f"layer{k}.weight"\nprint(f"step {k}")'
+    assert same_code(english, 'key = f"layer{k}.weight"\nprint(f"第 {k} 步")')
+    assert not same_code(english, 'key = f"block{k}.weight"\nprint(f"step {k}")')
+
+
 def test_a_title_keeps_its_fields():
     english = 'show_graph(y, title=f"step {step} of {total}")'
     assert same_code(english, 'show_graph(y, title=f"第 {step} 步，共 {total} 步")')
