@@ -302,12 +302,17 @@ class EstimateError:
     highest: float
 
 
-def estimate_error() -> EstimateError:
-    """The model against `INDEPENDENT_TOTAL` and `INDEPENDENT_BY_NOTEBOOK`."""
+def course_minutes() -> dict[Path, int]:
+    """`minutes_to_work_through` of every notebook, read once (the table of contents, the core
+    path and the estimate's error all draw on it)."""
+    return {p: minutes_to_work_through(p) for p in notebook_paths()}
+
+
+def estimate_error(minutes: dict[Path, int] | None = None) -> EstimateError:
+    """The model (`course_minutes`) against `INDEPENDENT_TOTAL` and `INDEPENDENT_BY_NOTEBOOK`."""
+    minutes = minutes or course_minutes()
     model = {
-        notebook_key(p): minutes_to_work_through(p)
-        for p in notebook_paths()
-        if notebook_key(p) in INDEPENDENT_BY_NOTEBOOK
+        notebook_key(p): m for p, m in minutes.items() if notebook_key(p) in INDEPENDENT_BY_NOTEBOOK
     }
     ratios = sorted(model[k] / INDEPENDENT_BY_NOTEBOOK[k] for k in model)
     return EstimateError(
@@ -319,8 +324,8 @@ def estimate_error() -> EstimateError:
     )
 
 
-def _error_text(edition: str) -> str:
-    e = estimate_error()
+def _error_text(edition: str, minutes: dict[Path, int]) -> str:
+    e = estimate_error(minutes)
     low, high = (f"{h // 60}" for h in INDEPENDENT_TOTAL)
     if edition == "zh":
         return (
@@ -344,8 +349,9 @@ def toc_markdown(edition: str = "en") -> str:
     (estimated from the English notebook; a twin teaches the same cells)."""
     lines, total, optional, optionals = [], 0, 0, 0
     folder = NOTEBOOKS / EDITIONS[edition]
+    by_path = course_minutes()
     for path in notebook_paths():
-        minutes = minutes_to_work_through(path)
+        minutes = by_path[path]
         is_optional = notebook_title(path).lower().startswith("optional")
         twin = folder / path.name
         title = notebook_title(twin if twin.exists() else path)
@@ -369,18 +375,17 @@ def toc_markdown(edition: str = "en") -> str:
         summary += "."
     return "\n".join(
         lines
-        + ["", summary, "", core_path_text(edition), "", _error_text(edition)]
+        + ["", summary, "", core_path_text(edition, by_path), "", _error_text(edition, by_path)]
         + ["", f"<!-- {GENERATED} -->"]
     )
 
 
-def core_path_text(edition: str = "en") -> str:
+def core_path_text(edition: str = "en", minutes: dict[Path, int] | None = None) -> str:
     """The core path and its time, then what the other notebooks add (README and 00 say it)."""
-    paths = notebook_paths()
-    core = [p for p in paths if notebook_key(p) in CORE_PATH]
-    rest = [p for p in paths if notebook_key(p) not in CORE_PATH]
-    core_minutes = sum(minutes_to_work_through(p) for p in core)
-    rest_minutes = sum(minutes_to_work_through(p) for p in rest)
+    minutes = minutes or course_minutes()
+    rest = [p for p in minutes if notebook_key(p) not in CORE_PATH]
+    core_minutes = sum(m for p, m in minutes.items() if notebook_key(p) in CORE_PATH)
+    rest_minutes = sum(minutes[p] for p in rest)
     required = [
         notebook_key(p) for p in rest if not notebook_title(p).lower().startswith("optional")
     ]
@@ -657,24 +662,26 @@ CORE_PATH_START = (
 CORE_PATH_END = "<!-- end of the core path -->"
 
 
-def readme_core_path(text: str, edition: str) -> str:
+def readme_core_path(text: str, edition: str, minutes: dict[Path, int] | None = None) -> str:
     """A README's text with its core-path block filled from the notebooks."""
     start, end = text.find(CORE_PATH_START), text.find(CORE_PATH_END)
     if start < 0 or end < start:
         raise ValueError(
             f"the README has no core-path block: {CORE_PATH_START} ... {CORE_PATH_END}"
         )
-    block = f"{CORE_PATH_START}\n{core_path_text(edition)}\n"
+    block = f"{CORE_PATH_START}\n{core_path_text(edition, minutes)}\n"
     return text[:start] + block + text[end:]
 
 
 def sync_readme(write: bool = True) -> list[str]:
     """Retitle README.zh.md's course table from the notebooks and fill both READMEs' core path;
     say what was (or would be) changed."""
-    wanted = readme_core_path(readme_course_table(README_ZH.read_text(encoding="utf-8")), "zh")
+    minutes = course_minutes()
+    table = readme_course_table(README_ZH.read_text(encoding="utf-8"))
+    wanted = readme_core_path(table, "zh", minutes)
     stale = "README.zh.md: the course table's titles or the core path are not the notebooks' own"
     problems = _sync_text(README_ZH, wanted, stale, write)
-    wanted = readme_core_path(README_EN.read_text(encoding="utf-8"), "en")
+    wanted = readme_core_path(README_EN.read_text(encoding="utf-8"), "en", minutes)
     stale = "README.md: the core path is not the notebooks' own"
     return problems + _sync_text(README_EN, wanted, stale, write)
 
