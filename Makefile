@@ -42,15 +42,15 @@ lab: install
 
 # Everything: lint, unit tests, the notebook runs, the browser, strict nbval of the committed
 # outputs (three CPU kernel sets, and the Chinese twins), side by side on the machine's cores, each
-# step timed (tests/steps.py; the README's "What `make test` checks" says what each step proves).
+# step timed (tests/runners/steps.py; the README's "What `make test` checks" says what each step proves).
 # `make test NB=07b` proves one notebook instead (CONTRIBUTING.md: what each change must run).
 test: install browser-deps
-	$(BIN)/python -m tests.steps test $(if $(NB_GIVEN),--notebook $(NB))
+	$(BIN)/python -m tests.runners.steps test $(if $(NB_GIVEN),--notebook $(NB))
 	@echo "make test$(if $(NB_GIVEN), NB=$(NB)): all checks passed"
 
 # The fast loop for changing the helpers: lint and every unit test that runs no notebook.
 check: $(STAMP)
-	$(BIN)/python -m tests.steps check
+	$(BIN)/python -m tests.runners.steps check
 
 # The browser tests also need chromium (installed here when missing; without it they are skipped
 # with a note, or fail under CI=true), and axe-core for the site's accessibility audit (from npm,
@@ -72,9 +72,9 @@ unit: $(STAMP) browser-deps
 
 # Strict nbval, then again with torch's CPU kernels forced to other instruction sets: outputs that
 # a learner's CPU could print differently (AVX-512 here, AVX2 or plain elsewhere) fail here first.
-# The Chinese edition runs the same code (tests/test_editions.py proves it), so once is enough.
+# The Chinese edition runs the same code (tests/tooling/test_editions.py proves it), so once is enough.
 notebooks: $(STAMP)
-	$(BIN)/python -m tests.steps test --only nbval-en,nbval-en-avx2,nbval-en-default,nbval-zh
+	$(BIN)/python -m tests.runners.steps test --only nbval-en,nbval-en-avx2,nbval-en-default,nbval-zh
 
 # Re-run notebooks in place from a fresh kernel, so committed outputs are what the pins produce.
 execute: $(STAMP)
@@ -102,18 +102,18 @@ pdf: $(STAMP) browser-deps
 	$(BIN)/python site/pdf.py
 
 bench: $(STAMP)
-	$(BIN)/python -m tests.bench
+	$(BIN)/python -m tests.runners.bench
 
-# The notebooks and the helpers' unit tests on other torch releases (tests/compat.py says which and
+# The notebooks and the helpers' unit tests on other torch releases (tests/runners/compat.py says which and
 # how); writes COMPATIBILITY.md. Downloads about 5 GB per release: not part of `make test`.
 compat: $(STAMP)
-	$(BIN)/python -m tests.compat $(COMPAT_ARGS)
+	$(BIN)/python -m tests.runners.compat $(COMPAT_ARGS)
 
-# Mutation score of the helpers (tests/mutate.py says which modules and tests); writes MUTATION.md.
+# Mutation score of the helpers (tests/runners/mutate.py says which modules and tests); writes MUTATION.md.
 # MODULES=helpers/state.py runs one module and prints its survivors instead.
 mutate: $(STAMP)
 	$(BIN)/python -m pip install -q --disable-pip-version-check -c constraints.txt -e ".[mutate]"
-	$(BIN)/python -m tests.mutate $(if $(MODULES),--survivors $(MODULES))
+	$(BIN)/python -m tests.runners.mutate $(if $(MODULES),--survivors $(MODULES))
 
 # Re-pin after changing dependencies (review the diff before committing).
 lock: $(STAMP)

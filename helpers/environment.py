@@ -17,7 +17,7 @@ __all__ = ["TORCH_TESTED", "environment_report", "torch_status"]
 
 PACKAGES = ["torch", "torchviz", "graphviz", "matplotlib", "ipywidgets", "numpy"]
 #: The oldest and newest torch releases `make compat` runs the course on (COMPATIBILITY.md);
-#: tests/test_compat.py checks that they agree with that table.
+#: tests/runners/test_compat.py checks that they agree with that table.
 TORCH_TESTED = ("2.4.1", "2.15.0")
 MISSING = "missing: run the notebook's first cell or `make install`"
 

@@ -8,6 +8,8 @@ gradient with the float32 one:
     half = autocast_grads(net, x, y, loss_weight=1e-5, dtype=torch.float16)  # fp16, unscaled
     underflow_share(half, reference)   # share of entries that became exactly 0
 
+`autocast_dtypes` records, from the run, which dtype each operation of that forward pass took
+and gave (autocast casts only what its lists name, and the CPU's lists are not CUDA's).
 `precision_sweep` does that for a range of loss weights (a loss term weighted 1e-5 has gradients
 1e-5 times smaller), with fp16, fp16 with a loss scale, and bf16; `sweep_figure` draws it.
 `clip_in_order` and `scaler_steps` are GradScaler's two traps, measured: clipping before
@@ -21,6 +23,7 @@ from typing import Any
 
 import torch
 from torch import Tensor, nn
+from torch.overrides import TorchFunctionMode
 
 from helpers.display import Figure, Table, drawn_in_language, figure_words
 from helpers.language import say
@@ -29,6 +32,7 @@ __all__ = [
     "DTYPES",
     "LOSS_WEIGHTS",
     "SCALE",
+    "autocast_dtypes",
     "autocast_grads",
     "clip_in_order",
     "format_table",
@@ -97,6 +101,42 @@ def autocast_grads(
         loss = loss_weight * nn.functional.mse_loss(net(x), y)
     (loss * scale).backward()
     return {name: p.grad / scale for name, p in net.named_parameters()}
+
+
+class _DtypeRecorder(TorchFunctionMode):
+    """Each torch call of the forward pass, with the dtypes of its tensor arguments and result."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[tuple[str, list[str], str]] = []
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        result = func(*args, **(kwargs or {}))
+        inputs = [_dtype_name(a) for a in args if isinstance(a, Tensor)]
+        if isinstance(result, Tensor):
+            self.calls.append((getattr(func, "__name__", str(func)), inputs, _dtype_name(result)))
+        return result
+
+
+def _dtype_name(tensor: Tensor) -> str:
+    return str(tensor.dtype).removeprefix("torch.")
+
+
+def autocast_dtypes(
+    net: nn.Module, x: Tensor, y: Tensor, *, dtype: torch.dtype = torch.float16
+) -> Table:
+    """What autocast to `dtype` did to each call of `mse(net(x), y)` on the CPU, seen as it ran: the
+    operation, the dtypes of its tensor arguments (weights included) and of its result."""
+    if dtype not in (torch.float16, torch.bfloat16):
+        raise ValueError(f"dtype must be torch.float16 or torch.bfloat16, not {dtype!r}")
+    recorder = _DtypeRecorder()
+    with torch.autocast("cpu", dtype=dtype), recorder:
+        nn.functional.mse_loss(net(x), y)
+    rows = [
+        {"operation": name, "arguments": ", ".join(inputs), "result": result}
+        for name, inputs, result in recorder.calls
+    ]
+    return Table(["operation", "arguments", "result"], rows)
 
 
 def underflow_share(grads: dict[str, Tensor], reference: dict[str, Tensor]) -> float:

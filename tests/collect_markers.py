@@ -1,4 +1,4 @@
-"""A pytest plugin for tests/test_steps.py: with --collect-only, write each test's id and
+"""A pytest plugin for tests/runners/test_steps.py: with --collect-only, write each test's id and
 markers as JSON lines to the file named by COLLECT_MARKERS_OUT."""
 
 from __future__ import annotations

@@ -14,14 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from tests import compat
-from tests.compat import PIN
 from tests.notebook_files import CHOSEN
+from tests.runners import compat
+from tests.runners.compat import PIN
 
 pytestmark = pytest.mark.notebooks
 
 ROOT = Path(__file__).resolve().parent.parent
-# What Colab ships that matters here besides its torch (tests/compat.py, from
+# What Colab ships that matters here besides its torch (tests/runners/compat.py, from
 # googlecolab/backend-info). Colab's torch is 2.11: `make compat` emulates Colab with it; here,
 # in `make test`, the machine's pinned torch stands in (an unpinned torch would pull CUDA builds).
 COLAB_PACKAGES = [f"torch=={PIN}", *compat.COLAB_PACKAGES]

@@ -3,7 +3,7 @@
 import pytest
 
 from helpers import environment
-from tests import compat
+from tests.runners import compat
 
 
 def test_tested_range_is_the_compatibility_runs_oldest_and_newest():

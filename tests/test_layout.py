@@ -4,6 +4,8 @@ imports, top-level and inside functions alike)."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from tests import layout
@@ -78,3 +80,21 @@ def test_tests_mirror_helpers():
         if homes and not (helpers / f"{module}.py").exists():
             stray.append(f"tests/{test.name} -> tests/{homes[0]}/")
     assert not stray, stray
+
+
+def test_the_runners_behind_make_targets_live_in_tests_runners():
+    """`make test`, `check`, `bench`, `compat` and `mutate` run modules of tests/runners/ only."""
+    makefile = (layout.ROOT / "Makefile").read_text()
+    modules = set(re.findall(r"-m (tests\.[\w.]+)", makefile))
+    assert {"tests.runners.steps", "tests.runners.compat", "tests.runners.mutate"} <= modules
+    elsewhere = sorted(m for m in modules if not m.startswith("tests.runners."))
+    assert not elsewhere, f"move these runners into tests/runners/: {elsewhere}"
+
+
+@pytest.mark.parametrize("document", ["CONTRIBUTING.md", "README.md", "README.zh.md", "Makefile"])
+def test_every_test_file_a_document_names_exists(document):
+    """A moved test or runner leaves no stale path behind in the maintainers' documents."""
+    text = (layout.ROOT / document).read_text()
+    named = set(re.findall(r"\btests/[\w/]+\.(?:py|toml|cfg|json)\b", text))
+    missing = sorted(p for p in named if not (layout.ROOT / p).exists())
+    assert not missing, f"{document} names files that are not there: {missing}"

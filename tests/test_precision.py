@@ -8,6 +8,7 @@ import torch
 from helpers.precision import (
     LOSS_WEIGHTS,
     SCALE,
+    autocast_dtypes,
     autocast_grads,
     clip_in_order,
     format_table,
@@ -168,3 +169,25 @@ def test_the_sweep_figure_puts_its_panels_side_by_side_with_the_weights_on_x():
     assert zeros.get_position().x0 < errors.get_position().x0
     assert list(errors.get_lines()[0].get_xdata()) == [1.0, 0.1, 0.01]
     assert repr(figure).endswith("at weight 0.01: a 90% zeros]")
+
+
+def test_autocast_dtypes_records_each_call_as_it_ran():
+    net, x, y = small_network()
+    rows = autocast_dtypes(net, x, y).rows
+    assert [r["operation"] for r in rows] == ["linear", "tanh"] * 2 + ["linear", "mse_loss"]
+    assert rows[0] == {"operation": "linear", "arguments": "float32, float32, float32",
+                       "result": "float16"}  # fmt: skip
+    assert rows[2]["arguments"] == "float16, float32, float32"  # the activation stays float16
+    assert [r["result"] for r in rows] == ["float16"] * 5 + ["float32"]
+    assert {r["result"] for r in autocast_dtypes(net, x, y, dtype=torch.bfloat16).rows[:5]} == {
+        "bfloat16"
+    }
+    assert net(x).dtype == torch.float32  # autocast ends with the call
+    table = autocast_dtypes(net, x, y)
+    assert table.columns == ["operation", "arguments", "result"]
+
+
+def test_autocast_dtypes_needs_a_lower_precision():
+    net, x, y = small_network()
+    with pytest.raises(ValueError, match=r"torch\.float16 or torch\.bfloat16"):
+        autocast_dtypes(net, x, y, dtype=torch.float32)

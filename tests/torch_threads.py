@@ -1,7 +1,7 @@
 """A fixture for test files whose tests run convolutions: torch on one thread during each test.
 
-The mutation runner (tests/mutate.py) forks a process per mutant, and a child forked after torch
-started its thread pool (a convolution does) hangs. Import `one_thread` into such a test file.
+The mutation runner (tests/runners/mutate.py) forks a process per mutant, and a child forked after
+torch started its thread pool (a convolution does) hangs. Import `one_thread` into such a test file.
 """
 
 import pytest

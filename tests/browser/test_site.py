@@ -42,7 +42,7 @@ from helpers.course import (
     course_notebooks,
 )
 from tests.ci import skip_or_fail
-from tests.compat import PIN  # the torch release the committed outputs come from
+from tests.runners.compat import PIN  # the torch release the committed outputs come from
 from tests.site_modules import load_site_module
 
 pytestmark = pytest.mark.browser

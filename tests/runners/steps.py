@@ -1,8 +1,8 @@
 """`make test` and `make check`: their steps, run side by side on the machine's cores, each timed.
 
-    python -m tests.steps test     every check (what `make test` runs after installing)
-    python -m tests.steps check    the fast loop: lint and the unit tests that run no notebook
-    python -m tests.steps test --only nbval-en,browser   some steps of `test`, by name
+    python -m tests.runners.steps test     every check (what `make test` runs after installing)
+    python -m tests.runners.steps check    the fast loop: lint, and unit tests that run no notebook
+    python -m tests.runners.steps test --only nbval-en,browser   some steps of `test`, by name
 
 Each step is one command. Steps are independent (none reads what another writes), so they run
 in parallel, as many at once as the machine has cores (at least 2; `--jobs N` to choose), longest
@@ -26,7 +26,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 LOGS = ROOT / ".artifacts" / "steps"
 PYTHON = sys.executable
 NBVAL = [
@@ -182,7 +182,7 @@ def imported_helpers(notebook: Path) -> set[str]:
 def unit_tests_of(modules: set[str]) -> list[str]:
     """The unit test files of some helpers modules: tests/ mirrors helpers/ (helpers/a/b.py is
     tested by tests/a/test_b.py), plus the tests `make mutate` measures each module with."""
-    from tests.mutate import MODULES
+    from tests.runners.mutate import MODULES
 
     files = set()
     for module in modules:
@@ -352,7 +352,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=max(2, os.cpu_count() or 2))
     args = parser.parse_args(argv)
     if args.notebook and args.which != "test":
-        parser.error("--notebook goes with test: python -m tests.steps test --notebook 07b")
+        parser.error("--notebook goes with test: python -m tests.runners.steps test --notebook 07b")
     steps = check_steps() if args.which == "check" else test_steps()
     if args.notebook:
         steps = notebook_steps(args.notebook)

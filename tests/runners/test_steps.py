@@ -1,5 +1,5 @@
-"""`make test`'s step runner (tests/steps.py): every test in exactly one step, failures seen,
-the times printed."""
+"""`make test`'s step runner (tests/runners/steps.py): every test in exactly one step, failures
+seen, the times printed."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from tests import steps
+from tests.runners import steps
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def collect_all(tmp_path: Path) -> list[dict]:
@@ -33,7 +33,7 @@ def collect_all(tmp_path: Path) -> list[dict]:
 
 def selects(args: list[str], test: dict) -> bool:
     """Whether `pytest -q ARGS` selects `test`: its paths, -m on markers, -k on the test's id
-    (the expressions used in tests/steps.py are Python's and/or/not of plain names)."""
+    (the expressions used in tests/runners/steps.py are Python's and/or/not of plain names)."""
     paths = [a for a in args if not a.startswith("-") and a.startswith("tests")]
     options = dict(itertools.pairwise(args))
     if not any(test["id"].startswith(p) for p in paths):

@@ -1,15 +1,15 @@
 """`make mutate`: break the helpers on purpose (mutmut) and count the breaks the unit tests see.
 
-    python -m tests.mutate                      every module below, then MUTATION.md
-    python -m tests.mutate helpers/state.py     one module: its row of MUTATION.md measured again
-    python -m tests.mutate --survivors helpers/state.py   the same, and each survivor's diff
-    python -m tests.mutate --table              MUTATION.md again from the last run (new reasons)
-    python -m tests.mutate --stale              the modules whose code changed since their row
+    python -m tests.runners.mutate                      every module below, then MUTATION.md
+    python -m tests.runners.mutate helpers/state.py     one module: its row of MUTATION.md again
+    python -m tests.runners.mutate --survivors helpers/state.py   the same, and each survivor's diff
+    python -m tests.runners.mutate --table              MUTATION.md from the last run (new reasons)
+    python -m tests.runners.mutate --stale              the modules changed since their row
 
 Each row records a hash of the code it measured (`code_hash`: the module's syntax tree without
-its imports, so a module that only moved keeps its row), and tests/test_mutate_config.py fails
-when a module's code changed since its row was measured: one module's run brings its row up to
-date, and the other rows stay as they were.
+its imports, so a module that only moved keeps its row), and tests/runners/test_mutate_config.py
+fails when a module's code changed since its row was measured: one module's run brings its row up
+to date, and the other rows stay as they were.
 
 Each module is mutated with only its own fast unit tests (never the notebooks: a mutant the
 8-minute nbval run would catch still counts as a survivor here). Every module runs in its own
@@ -17,8 +17,8 @@ scratch copy of the repository under .mutate/, so runs never touch the working t
 run side by side. Not part of `make test`: the whole run takes minutes.
 
 A survivor that is harmless (an equivalent mutant, a message's wording) gets its reason in
-tests/mutation_survivors.toml; MUTATION.md lists every survivor, grouped by that reason, and the
-ones nobody explained yet.
+tests/runners/mutation_survivors.toml; MUTATION.md lists every survivor, grouped by that reason,
+and the ones nobody explained yet.
 """
 
 from __future__ import annotations
@@ -37,10 +37,10 @@ from pathlib import Path
 
 import tomllib
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SCRATCH = ROOT / ".mutate"
 TABLE = ROOT / "MUTATION.md"
-REASONS = ROOT / "tests" / "mutation_survivors.toml"
+REASONS = ROOT / "tests" / "runners" / "mutation_survivors.toml"
 GOAL = 0.85
 #: Statuses that count as caught: a failing test, or a test that hangs (the mutant makes the code
 #: loop forever, and mutmut stops it after its time limit).
@@ -164,11 +164,13 @@ LEFT_OUT: dict[str, str] = {
 }
 
 #: Measured modules whose code changed since their row, each with why it waits: while a module is
-#: here its old row stands, marked stale. tests/test_mutate_config.py fails for a changed module
-#: not listed, and for a listed one whose row is current again (then delete its line).
+#: here its old row stands, marked stale. tests/runners/test_mutate_config.py fails for a changed
+#: module not listed, and for a listed one whose row is current again (then delete its line).
 REMEASURE: dict[str, str] = {
     "helpers/ranks/data_parallel_ranks.py": "its helpers made public (gradients_of, "
     "average_by_hand) when it moved into helpers/ranks/; queued for a run of its own",
+    "helpers/precision.py": "autocast_dtypes added (09b's table of each call's dtypes, from the "
+    "run); queued for a run of its own",
     **{
         module: "changed since 2026-12-02's run (figures in the edition's language, the graphs' "
         "Chinese faces, the twins' translated code); queued for a run of its own"
@@ -307,7 +309,8 @@ def _subpackage(module: str) -> list[str]:
 def mutate(module: str) -> ModuleResult:
     """Run mutmut over one module with its tests; every mutant's status."""
     if module not in MODULES:
-        raise SystemExit(f"{module} is not in tests/mutate.py's MODULES: {', '.join(MODULES)}")
+        known = ", ".join(MODULES)
+        raise SystemExit(f"{module} is not in tests/runners/mutate.py's MODULES: {known}")
     scratch = scratch_for(module)
     run = subprocess.run([*MUTMUT, "run"], cwd=scratch, capture_output=True, text=True)
     if run.returncode not in (0, 1):
@@ -347,7 +350,7 @@ def survivor_diff(module: str, name: str) -> str:
 
 
 def reasons() -> dict[str, dict[str, str]]:
-    """module -> mutant name -> why it may survive (tests/mutation_survivors.toml)."""
+    """module -> mutant name -> why it may survive (tests/runners/mutation_survivors.toml)."""
     if not REASONS.exists():
         return {}
     return tomllib.loads(REASONS.read_text())
@@ -397,8 +400,8 @@ def write_table(results: list[ModuleResult], keep: str = "") -> str:
         f"Each module's mutants (mutmut) against its own unit tests. Goal: {GOAL:.0%} caught. A "
         "mutant is caught when a test fails, or when the tests hang on it (it makes a loop run "
         "forever, and mutmut stops them after its time limit); the hung ones are counted apart. "
-        "`code` is the hash of the code measured (`tests.mutate.code_hash`): a module whose code "
-        "changed since is measured again with `make mutate MODULES=helpers/...`.",
+        "`code` is the hash of the code measured (`tests.runners.mutate.code_hash`): a module "
+        "whose code changed since is measured again with `make mutate MODULES=helpers/...`.",
         "",
         _HEADER,
         "|---|---|---:|---:|---:|---:|---|---|",
@@ -419,7 +422,7 @@ def write_table(results: list[ModuleResult], keep: str = "") -> str:
             "## Reasons with no survivor",
             "",
             "These mutants are caught now (or no longer exist): delete their lines from "
-            "tests/mutation_survivors.toml.",
+            "tests/runners/mutation_survivors.toml.",
             "",
         ]
         lines += [f"- `{name}`" for name in stale]

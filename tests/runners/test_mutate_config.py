@@ -1,7 +1,7 @@
 """`make mutate`'s configuration stays complete: every helper module is measured or left out with
 a reason, and every listed test file exists."""
 
-from tests import mutate
+from tests.runners import mutate
 
 
 def test_every_helper_module_is_measured_or_left_out_with_a_reason():
@@ -9,7 +9,8 @@ def test_every_helper_module_is_measured_or_left_out_with_a_reason():
     modules = {p.relative_to(mutate.ROOT).as_posix() for p in helpers.rglob("*.py")}
     modules.discard("helpers/exercises/__init__.py")
     unlisted = modules - set(mutate.MODULES) - set(mutate.LEFT_OUT)
-    assert not unlisted, f"add these to MODULES or LEFT_OUT in tests/mutate.py: {sorted(unlisted)}"
+    where = "MODULES or LEFT_OUT in tests/runners/mutate.py"
+    assert not unlisted, f"add these to {where}: {sorted(unlisted)}"
     assert not set(mutate.MODULES) & set(mutate.LEFT_OUT)
     assert all(len(reason) > 20 for reason in mutate.LEFT_OUT.values())
 
@@ -58,7 +59,8 @@ def test_every_row_measured_the_code_as_it_is_now():
     unlisted = sorted(stale - set(mutate.REMEASURE))
     assert not unlisted, f"changed since measured: make mutate MODULES={unlisted[0]}"
     current = sorted(set(mutate.REMEASURE) - stale)
-    assert not current, f"measured again: delete {current} from REMEASURE in tests/mutate.py"
+    where = "REMEASURE in tests/runners/mutate.py"
+    assert not current, f"measured again: delete {current} from {where}"
 
 
 def test_the_code_hash_ignores_imports_and_sees_the_code(tmp_path, monkeypatch):

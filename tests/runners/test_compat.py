@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 import tomllib
 
-from tests import compat
 from tests.notebook_files import NOTEBOOKS
+from tests.runners import compat
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -196,7 +196,7 @@ def test_unit_tests_run_by_compat_are_every_test_file_but_the_named_exceptions()
 
 
 def test_a_stale_row_is_found_and_rewritten_from_its_own_runs():
-    from tests import compat
+    from tests.runners import compat
 
     first, second = compat.NOTEBOOKS[0], compat.NOTEBOOKS[1]
     table = (
@@ -214,7 +214,7 @@ def test_a_stale_row_is_found_and_rewritten_from_its_own_runs():
 
 
 def test_a_notebook_new_to_the_table_gets_its_row_in_course_order():
-    from tests import compat
+    from tests.runners import compat
 
     first, middle, last = compat.NOTEBOOKS[0], compat.NOTEBOOKS[1], compat.NOTEBOOKS[2]
     table = (

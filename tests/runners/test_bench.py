@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests import bench
+from tests.runners import bench
 
 
 def test_floor_source_imports_torch_helpers_and_the_given_libraries():

@@ -1,0 +1,1 @@
+"""The runners behind make targets (test, check, bench, compat, mutate), and their tests."""
