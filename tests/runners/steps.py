@@ -23,7 +23,7 @@ import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -270,9 +270,15 @@ def notebook_steps(name: str) -> list[Step]:
     ]
 
 
-def check_steps() -> list[Step]:
-    """The fast loop: lint, and every unit test that executes no notebook and opens no browser."""
-    return [s for s in test_steps() if s.name in {"lint", "unit"}]
+def check_steps(workers: int = 2) -> list[Step]:
+    """The fast loop: lint, and every unit test that executes no notebook and opens no browser,
+    spread over `workers` processes (pytest-xdist): alone, `unit` would leave all cores but one
+    idle. In `make test` the steps themselves fill the cores, so there it runs in one process."""
+    chosen = [s for s in test_steps() if s.name in {"lint", "unit"}]
+    return [
+        replace(s, command=[*s.command, "-n", str(workers)]) if s.name == "unit" else s
+        for s in chosen
+    ]
 
 
 @dataclass
@@ -353,7 +359,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.notebook and args.which != "test":
         parser.error("--notebook goes with test: python -m tests.runners.steps test --notebook 07b")
-    steps = check_steps() if args.which == "check" else test_steps()
+    steps = check_steps(args.jobs) if args.which == "check" else test_steps()
     if args.notebook:
         steps = notebook_steps(args.notebook)
     if args.only:

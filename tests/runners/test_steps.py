@@ -85,8 +85,10 @@ def test_the_nbval_steps_cover_both_editions_and_three_kernel_sets():
 
 def test_check_is_lint_and_the_unit_tests_only():
     assert [s.name for s in steps.check_steps()] == ["lint", "unit"]
-    unit = next(s for s in steps.check_steps() if s.name == "unit")
-    assert unit.command[-1] == "not notebooks and not browser and not rerun"
+    unit = next(s for s in steps.check_steps(workers=3) if s.name == "unit")
+    assert unit.command[-3:] == ["not notebooks and not browser and not rerun", "-n", "3"]
+    in_test = next(s for s in steps.test_steps() if s.name == "unit")
+    assert unit.command[:-2] == in_test.command  # the same tests, spread over processes
 
 
 def fake(name: str, code: str) -> steps.Step:
