@@ -191,3 +191,16 @@ def test_autocast_dtypes_needs_a_lower_precision():
     net, x, y = small_network()
     with pytest.raises(ValueError, match=r"torch\.float16 or torch\.bfloat16"):
         autocast_dtypes(net, x, y, dtype=torch.float32)
+
+
+def test_autocast_dtypes_passes_keyword_arguments_on():
+    class RowSums(torch.nn.Module):
+        def forward(self, x):
+            return torch.sum(x, dim=1, keepdim=True)  # keywords decide the shape: (64, 1)
+
+    _, x, y = small_network()
+    rows = autocast_dtypes(RowSums(), x, y).rows
+    assert [(r["operation"], r["result"]) for r in rows] == [
+        ("sum", "float32"),  # on neither list: the dtype it was given
+        ("mse_loss", "float32"),
+    ]
