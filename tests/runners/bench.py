@@ -411,27 +411,22 @@ def bench_make_test() -> list[dict]:
         subprocess.run(["make", "install"], cwd=clone, env=env, check=True, timeout=3600,
                        stdout=subprocess.DEVNULL)  # fmt: skip
         installed = time.monotonic() - start
-        start = time.monotonic()
-        check = subprocess.run(
-            ["make", "check"], cwd=clone, env={**env, "CI": "true"},
-            capture_output=True, text=True, timeout=1800, check=False,
-        )  # fmt: skip
-        checked = time.monotonic() - start
-        start = time.monotonic()
-        done = subprocess.run(
-            ["make", "test"], cwd=clone, env={**env, "CI": "true"},
-            capture_output=True, text=True, timeout=5400, check=False,
-        )  # fmt: skip
-        tested = time.monotonic() - start
+
+        def timed_make(*args: str, timeout: int) -> tuple[subprocess.CompletedProcess, float]:
+            start = time.monotonic()
+            done = subprocess.run(
+                ["make", *args], cwd=clone, env={**env, "CI": "true"},
+                capture_output=True, text=True, timeout=timeout, check=False,
+            )  # fmt: skip
+            return done, time.monotonic() - start
+
+        check, checked = timed_make("check", timeout=1800)
+        done, tested = timed_make("test", timeout=5400)
         checks = []
         for notebook in NOTEBOOKS:  # the one-notebook check, notebook by notebook, in the clone
             name = notebook.stem.split("_")[0]
-            start = time.monotonic()
-            one = subprocess.run(
-                ["make", "test", f"NB={name}"], cwd=clone, env={**env, "CI": "true"},
-                capture_output=True, text=True, timeout=1800, check=False,
-            )  # fmt: skip
-            checks.append((notebook.name, name, time.monotonic() - start, one.returncode == 0))
+            one, seconds = timed_make("test", f"NB={name}", timeout=1800)
+            checks.append((notebook.name, name, seconds, one.returncode == 0))
     table = done.stdout[done.stdout.rfind("step  ") :].strip() if "step  " in done.stdout else ""
     print(table)
     minutes = tested / 60

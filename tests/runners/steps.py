@@ -58,6 +58,10 @@ class Step:
     expected: float = 10.0
 
 
+#: The first step of both `make test` and the one-notebook check.
+LINT = Step("lint", "one lint configuration", [PYTHON, "-m", "ruff", "check", *LINTED], expected=2)
+
+
 def _notebooks(folder: str = "notebooks") -> list[str]:
     from helpers.course import course_notebooks
 
@@ -72,9 +76,7 @@ def test_steps() -> list[Step]:
     """Every step of `make test`, in the order CONTRIBUTING.md's table lists them."""
     pytest = [PYTHON, "-m", "pytest", "-q"]
     return [
-        Step(
-            "lint", "one lint configuration", [PYTHON, "-m", "ruff", "check", *LINTED], expected=2
-        ),
+        LINT,
         Step(
             "unit",
             "the helpers' behaviour (tests that run no notebook)",
@@ -210,9 +212,7 @@ def notebook_steps(name: str) -> list[Step]:
     pytest = [PYTHON, "-m", "pytest", "-q"]
     units = unit_tests_of(imported_helpers(notebook))
     return [
-        Step(
-            "lint", "one lint configuration", [PYTHON, "-m", "ruff", "check", *LINTED], expected=2
-        ),
+        LINT,
         Step(
             "its helpers",
             "the unit tests of the helpers it imports; both editions in step; its hygiene",

@@ -109,3 +109,28 @@ def test_the_doctor_is_timed_against_the_same_step_without_it(monkeypatch):
     # each timed run takes one tick of the fake clock: the doctor adds nothing, 1.0×
     assert rows[0]["value"] == "+0.00 ms, 1.0× (1.00 ms vs 1.00 ms)"
     assert rows[0]["target"] == "≤ +10 ms" and rows[0]["met"] is True
+
+
+def test_make_test_times_check_test_and_each_notebook_in_one_clone(monkeypatch):
+    ran = []
+
+    def fake_run(command, cwd=None, env=None, **kwargs):
+        ran.append(command)
+        failed = command[:3] == ["make", "test", "NB=02"]  # one notebook's check fails
+        out = "step  result\nall   ok" if command == ["make", "test"] else ""
+        return subprocess.CompletedProcess(command, 1 if failed else 0, stdout=out, stderr="")
+
+    monkeypatch.setattr(bench.subprocess, "run", fake_run)
+    monkeypatch.setattr(bench, "NOTEBOOKS", [Path("01_a.ipynb"), Path("02_b.ipynb")])
+    rows = bench.bench_make_test()
+    makes = [c for c in ran if c[0] == "make"]
+    assert makes == [["make", "install"], ["make", "check"], ["make", "test"],
+                     ["make", "test", "NB=01"], ["make", "test", "NB=02"]]  # fmt: skip
+    measures = [r["measure"].split(":")[0] for r in rows]
+    assert measures[1:3] == [
+        "make check in the same clone",
+        "make test in a fresh clone, install excluded (CI=true)",
+    ]
+    assert rows[1]["value"].endswith("(passed)") and rows[1]["met"]
+    assert [r["value"].endswith("(FAILED)") for r in rows[3:]] == [False, True]
+    assert [r["met"] for r in rows[3:]] == [True, False]
