@@ -3,10 +3,11 @@
 Every multi-process run of the course starts here: 07's split (`helpers.ranks.split_run`), 07b's
 pipeline and DDP engines, the exercises' ranks and the command line (`python -m helpers.ranks`).
 Each rank joins a gloo process group on 127.0.0.1 and runs `target(rank, world_size, **kwargs)`,
-a module-level function whose return value (tensors, lists, dicts, dataclasses) comes back to the
-caller. Every wait is bounded: gloo's sends, receives and collectives by `timeout` (the process
-group's own timeout), the whole run by `deadline`; past it, every rank is stopped. In every case
-all rank processes have ended when `run_ranks` returns or raises.
+a module-level function or one defined in a notebook cell (carried to the ranks as its source by
+`helpers.ranks.cell_functions`), whose return value (tensors, lists, dicts, dataclasses) comes
+back to the caller. Every wait is bounded: gloo's sends, receives and collectives by `timeout`
+(the process group's own timeout), the whole run by `deadline`; past it, every rank is stopped.
+In every case all rank processes have ended when `run_ranks` returns or raises.
 
     run = run_ranks(run_stage, 3, roles=ROLES, kwargs={"schedule": "1F1B"})
     run.results[2]   # what rank 2's run_stage returned
@@ -35,6 +36,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
+from helpers.ranks.cell_functions import CarriedFunction, carry, is_cell_function, run_carried
 from helpers.ranks.failures import DistributedRunError, error_report, failure_message
 
 __all__ = [
@@ -131,6 +133,9 @@ def _rank_entry(
             "gloo", store=store, rank=rank, world_size=world_size,
             timeout=timedelta(seconds=timeout),
         )  # fmt: skip
+        carried = kwargs.get("carried")
+        name = carried.name if isinstance(carried, CarriedFunction) else target.__name__
+        doing(f"running {name}()")
         result = target(rank, world_size, **kwargs)
         tmp = out / f"rank{rank}.tmp"
         torch.save(result, tmp)
@@ -301,11 +306,14 @@ def run_ranks(
     """
     if not callable(target) or "<" in getattr(target, "__qualname__", "<"):
         raise TypeError(
-            "run_ranks() needs a function defined at the top level of a module (the ranks "
-            f"import it by name), not {target!r}"
+            "run_ranks() needs a function defined with def at the top level of a module or of a "
+            f"notebook cell, not {target!r}"
         )
     if not isinstance(world_size, int) or world_size < 1:
         raise ValueError(f"world_size must be a whole number, 1 or more, not {world_size!r}")
+    if is_cell_function(target):  # the ranks cannot import it: they get its source
+        kwargs = {**dict(kwargs or {}), "carried": carry(target)}
+        target = run_carried
     roles = dict(roles or {})
     ctx = rank_context(start_method)
     with tempfile.TemporaryDirectory(prefix="ranks-") as tmp:

@@ -1,9 +1,11 @@
 """What each rank runs when PyTorch's pipelining engine trains the post's three models.
 
 Notebook 07b cuts the post's three models into three `PipelineStage`s, one per process, and runs
-one training step with a schedule (`ScheduleGPipe` or `Schedule1F1B`) over micro-batches. The
-engine does the hand-off of notebooks 06 and 07 itself; `run_stage` records, on each rank, what it
-did so the notebook can check it against one process:
+one training step with a schedule (`ScheduleGPipe` or `Schedule1F1B`) over micro-batches: its
+cell `pipeline_rank` is what each rank runs (`run_stage` here is the same with what torch 2.4
+needs besides, for that release, the command line and the failure demo). The engine does the
+hand-off of notebooks 06 and 07 itself; `record_stage` writes down, on each rank, what it did so
+the notebook can check it against one process:
 
 - the order in which the rank ran each micro-batch's forward (F) and backward (B);
 - the bytes of activations saved for backward that it held after each of those (notebook 05's
@@ -48,7 +50,9 @@ __all__ = [
     "handoff_reference",
     "joint_reference",
     "make_schedule",
+    "old_pipelining",
     "pipeline_batch",
+    "record_stage",
     "run_stage",
     "schedule_step",
     "stage_modules",
@@ -183,6 +187,16 @@ def _example_input(rank: int, microbatch: int) -> torch.Tensor:
     return torch.zeros(microbatch, 5, 6, requires_grad=True)
 
 
+def old_pipelining() -> bool:
+    """True on torch 2.4, whose `PipelineStage` needs its shapes up front, whose schedules have no
+    `scale_grads`, and whose 1F1B hangs over gloo (`engine_needs_repair`): there `run_stage`, which
+    mends all three, runs in place of notebook 07b's `pipeline_rank`."""
+    from torch.distributed.pipelining import PipelineStage
+
+    needed = inspect.signature(PipelineStage).parameters["input_args"].default
+    return needed is inspect.Parameter.empty
+
+
 def make_schedule(
     module: nn.Module, rank: int, schedule: str, microbatches: int, scale_grads: bool = True
 ) -> tuple[Any, Any, bool]:
@@ -191,7 +205,7 @@ def make_schedule(
     from torch.distributed.pipelining import PipelineStage, Schedule1F1B, ScheduleGPipe
 
     cpu = torch.device("cpu")
-    if inspect.signature(PipelineStage).parameters["input_args"].default is inspect.Parameter.empty:
+    if old_pipelining():
         microbatch = BATCH // microbatches  # torch 2.4: shapes up front, in and out
         out = torch.zeros(microbatch, 5, 3 if rank == STAGES - 1 else 6)
         example = _example_input(rank, microbatch)
@@ -204,16 +218,17 @@ def make_schedule(
     return stage, kind(stage, microbatches, token_loss), False
 
 
-def schedule_step(runner: Any, rank: int, tokens: Tensor, targets: Tensor) -> list[Tensor]:
-    """One training step, as each rank calls it; returns the last stage's micro-batch losses."""
-    losses: list[Tensor] = []
+def schedule_step(
+    runner: Any, rank: int, tokens: Tensor, targets: Tensor, losses: list[Tensor]
+) -> None:
+    """One training step, as each rank calls it; the last stage's micro-batch losses go into
+    `losses`."""
     if rank == 0:
         runner.step(tokens)  # the first stage feeds the input, cut into micro-batches
     elif rank == STAGES - 1:
         runner.step(target=targets, losses=losses)  # the last stage has the labels
     else:
         runner.step()  # a middle stage receives, computes and sends on
-    return losses
 
 
 def _node(output: Any) -> Any:
@@ -357,6 +372,36 @@ class _StageRecorder:
         self.record.sent_back[self.microbatch] = _copy(first)
 
 
+@contextmanager
+def record_stage(
+    runner: Any, losses: list[Tensor], *, fault: tuple | None = None
+) -> Iterator[StageRun]:
+    """Write down what one rank's stage does while `runner` (its schedule) runs in the block.
+
+    Yields the rank's StageRun, filled as the module docstring lists; after the block it also
+    holds the stage's parameter gradients (named as in one process) and the micro-batch losses
+    that the schedule put into `losses`. It changes nothing the engine computes. `fault` is
+    run_stage's: a planned hang or error, for the failure demo.
+    """
+    stage = runner._stage  # the PipelineStage the schedule runs
+    rank, module = stage.stage_index, stage.submod
+    scales = getattr(runner, "scale_grads", None)  # None: torch 2.4's schedules never scale
+    record = StageRun(rank, type(runner).__name__.removeprefix("Schedule"))
+    record.repaired = engine_needs_repair()
+    record.scaled_by = (
+        "nobody (scale_grads=False): the sum over the micro-batches" if scales is False
+        else "the engine (scale_grads=True)" if scales
+        else "nobody: this release's schedules do not scale"
+    )  # fmt: skip
+    recorder = _StageRecorder(record, rank, fault)
+    recorder.wrap(stage)
+    with _EngineSpy.reporting_to(recorder), track_saved(known=module) as recorder.saved:
+        yield record
+    names = _stage_names(rank)
+    record.grads = {names[n]: p.grad.detach().clone() for n, p in module.named_parameters()}
+    record.losses = [loss.item() for loss in losses]
+
+
 def run_stage(
     rank: int,
     world_size: int = STAGES,
@@ -372,7 +417,9 @@ def run_stage(
 
     Every rank builds the three models from `seed` and keeps its own stage. Rank 0 feeds the
     tokens, rank 2 the labels. `fault=(1, "F", 2, "hang")` makes rank 1 hang (or "raise") when
-    it starts the forward of micro-batch 2 ("B" for a backward).
+    it starts the forward of micro-batch 2 ("B" for a backward). This is notebook 07b's
+    `pipeline_rank`, with what torch 2.4 needs besides (shapes up front, a repaired engine, the
+    gradients scaled by hand), for the command line, the failure demo and that release.
     """
     if schedule not in SCHEDULES:
         raise ValueError(f"schedule must be one of {SCHEDULES}, not {schedule!r}")
@@ -383,28 +430,19 @@ def run_stage(
     if world_size != STAGES:
         raise ValueError(f"the post's models make {STAGES} stages, not {world_size}")
     doing("building its stage and schedule")
-    record = StageRun(rank, schedule, repaired=engine_needs_repair())
-    if record.repaired:
+    if engine_needs_repair():
         _repair_engine()
     module = stage_modules(build_models(seed))[rank]
     tokens, targets = pipeline_batch(data_seed)
-    stage, runner, engine_scales = make_schedule(module, rank, schedule, microbatches, scale_grads)
-    recorder = _StageRecorder(record, rank, fault)
-    recorder.wrap(stage)
-    with _EngineSpy.reporting_to(recorder), track_saved(known=module) as recorder.saved:
-        losses = schedule_step(runner, rank, tokens, targets)
-    if scale_grads and not engine_scales:  # what later releases' scale_grads=True does
-        for p in module.parameters():
-            p.grad.div_(microbatches)
-    record.scaled_by = (
-        ("the engine (scale_grads=True)" if engine_scales else "run_stage: this release's "
-         "schedules do not scale, so it divides by the number of micro-batches itself")
-        if scale_grads
-        else "nobody (scale_grads=False): the sum over the micro-batches"
-    )  # fmt: skip
-    names = _stage_names(rank)
-    record.grads = {names[n]: p.grad.detach().clone() for n, p in module.named_parameters()}
-    record.losses = [loss.item() for loss in losses]
+    _, runner, engine_scales = make_schedule(module, rank, schedule, microbatches, scale_grads)
+    losses: list[Tensor] = []
+    with record_stage(runner, losses, fault=fault) as record:
+        schedule_step(runner, rank, tokens, targets, losses)
+        if scale_grads and not engine_scales:  # what later releases' scale_grads=True does
+            for p in module.parameters():
+                p.grad.div_(microbatches)
+            record.scaled_by = ("run_stage: this release's schedules do not scale, so it "
+                                "divides by the number of micro-batches itself")  # fmt: skip
     return record
 
 
