@@ -137,14 +137,18 @@ LANGUAGE_LINES = """
 
 from helpers.language import set_language
 
-set_language("{code}")  # quizzes, feedback, table headings in this edition's language"""
+set_language("{code}")  # {comment}"""
+#: The comment on that line, in the edition's own language.
+LANGUAGE_COMMENTS = {"zh": "测验、练习反馈、表格标题和图中的文字都用这一版的语言"}
 
 
 def setup_cell_source(edition: str = "en") -> str:
     """The first code cell of every notebook: installs what Colab lacks, on Colab only; in a
     translated edition it also sets the helpers' language (the one code line editions differ by)."""
-    language = LANGUAGE_LINES.format(code=edition) if edition != "en" else ""
-    return _setup_cell_source(edition) + language
+    if edition == "en":
+        return _setup_cell_source(edition)
+    comment = LANGUAGE_COMMENTS[edition]
+    return _setup_cell_source(edition) + LANGUAGE_LINES.format(code=edition, comment=comment)
 
 
 #: The setup cell's opening comments, in each edition's language (the code below them is one).
