@@ -1,13 +1,14 @@
-"""Module hooks, recorded: when each of nn.Module's four hooks runs, next to tensor hooks and
-AccumulateGrad, and what they see.
+"""Module hooks, shown: the order in which nn.Module's four hooks, tensor hooks and
+AccumulateGrad ran, and what hooks measure per layer.
 
-Notebook 09b puts every kind of hook on a small model and runs one forward and one backward:
+Notebook 09b registers every kind of hook on a small model in a cell, each writing down
+(kind of hook, what it is on) as it runs, and shows the list:
 
-    events = hook_events(model, x)      # [("forward pre-hook", "0 (Linear)"), ...], in order
-    event_table(events)                 # the same as a table
+    event_table(events)                 # events: [("forward pre-hook", "0 (Linear)"), ...]
 
-`layer_statistics` is the everyday use: forward hooks record each layer's activations, backward
-hooks each layer's output gradient, and `statistics_figure` draws them per layer.
+`layer_statistics` is the everyday use: a forward hook per layer records its activations' spread
+and hangs a tensor hook on its output for the gradient arriving there; `statistics_figure` draws
+both per layer.
 """
 
 from __future__ import annotations
@@ -20,57 +21,11 @@ from torch import Tensor, nn
 from helpers.display import Figure, Table, drawn_in_language, figure_words
 from helpers.language import say
 
-__all__ = ["event_table", "hook_events", "layer_statistics", "statistics_figure"]
+__all__ = ["event_table", "layer_statistics", "statistics_figure"]
 
 
 def _label(name: str, module: nn.Module) -> str:
     return f"{name} ({type(module).__name__})"
-
-
-def hook_events(model: nn.Module, x: Tensor) -> list[tuple[str, str]]:
-    """Run `model(x).sum().backward()` with every hook on every submodule and parameter; the
-    hooks in the order they ran, as (kind of hook, what it is on).
-
-    Kinds: the four module hooks, a tensor hook on each submodule's output (registered by its
-    forward hook), and a post-accumulate-grad hook on each parameter (after AccumulateGrad).
-    All hooks are removed afterwards.
-    """
-    if not isinstance(model, nn.Module):
-        raise TypeError(f"hook_events() needs an nn.Module, not a {type(model).__name__}")
-    events: list[tuple[str, str]] = []
-    handles = []
-    for name, module in model.named_children():
-        label = _label(name, module)
-
-        def forward_hook(m, args, out, label=label):
-            events.append(("forward hook", label))
-            if isinstance(out, Tensor) and out.requires_grad:
-                out.register_hook(lambda g, label=label: events.append(("tensor hook", label)))
-
-        handles += [
-            module.register_forward_pre_hook(
-                lambda m, args, label=label: events.append(("forward pre-hook", label))
-            ),
-            module.register_forward_hook(forward_hook),
-            module.register_full_backward_pre_hook(
-                lambda m, go, label=label: events.append(("backward pre-hook", label))
-            ),
-            module.register_full_backward_hook(
-                lambda m, gi, go, label=label: events.append(("backward hook", label))
-            ),
-        ]
-    for pname, p in model.named_parameters():
-        handles.append(
-            p.register_post_accumulate_grad_hook(
-                lambda p, pname=pname: events.append(("post-accumulate-grad hook", pname))
-            )
-        )
-    try:
-        model(x).sum().backward()
-    finally:
-        for handle in handles:
-            handle.remove()
-    return events
 
 
 def event_table(events: Sequence[tuple[str, str]]) -> Table:

@@ -168,8 +168,6 @@ LEFT_OUT: dict[str, str] = {
 #: here its old row stands, marked stale. tests/runners/test_mutate_config.py fails for a changed
 #: module not listed, and for a listed one whose row is current again (then delete its line).
 REMEASURE: dict[str, str] = {
-    "helpers/ranks/pipeline_ranks.py": "record_stage taken out of run_stage, so that 07b's cell "
-    "function records the same; its run of 485 mutants takes most of an hour",
     "helpers/ranks/data_parallel_ranks.py": "its helpers made public (gradients_of, "
     "average_by_hand) when it moved into helpers/ranks/; queued for a run of its own",
     **{
