@@ -120,10 +120,12 @@ def _run(step: Callable, seed: int, backwards: list[int] | None = None) -> Run:
     after = []
     for x, y in amp_batches(seed):
         reached[0] = 0
-        step(net, x, y, optimizer, scaler, MAX_NORM)
+        try:
+            step(net, x, y, optimizer, scaler, MAX_NORM)
+        finally:  # counted for a step that raised too: the checker says what it saw
+            if backwards is not None:
+                backwards.append(reached[0])
         after.append(([p.detach().clone() for p in net.parameters()], scaler.get_scale()))
-        if backwards is not None:
-            backwards.append(reached[0])
     return after
 
 
@@ -153,10 +155,15 @@ def check_amp_step(amp_step: Callable) -> CheckResult:
         run = _run(amp_step, 0, backwards)
     except Exception as err:  # the learner's code may fail in any way
         text = str(err)
+        gradless = "did not use scaler.scale" in text or "No inf checks were recorded" in text
+        if gradless and not backwards[-1]:  # GradScaler found no gradient: none was computed
+            return feedback([say(TEXT, "feedback.no_backward")])
         if "unscale_() has already been called" in text:
             return feedback([say(TEXT, "feedback.unscaled_twice")])
         if "did not use scaler.scale" in text:
             return feedback([say(TEXT, "feedback.no_scale")])
+        if "No inf checks were recorded" in text:  # backward ran, and .grad was empty after it
+            return feedback([say(TEXT, "feedback.grads_cleared")])
         if "being called after step()" in text:
             return feedback([say(TEXT, "feedback.no_update")])
         return feedback([say(TEXT, "feedback.raised", error=error_line(err))])

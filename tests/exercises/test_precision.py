@@ -51,6 +51,31 @@ def no_scale(net, x, y, opt, scaler, max_norm):
     scaler.update()
 
 
+def forgets_backward(net, x, y, opt, scaler, max_norm):
+    opt.zero_grad()
+    scaler.scale(loss_of(net, x, y))  # scaled, never backward'd
+    scaler.unscale_(opt)
+    nn.utils.clip_grad_norm_(net.parameters(), max_norm)
+    scaler.step(opt)
+    scaler.update()
+
+
+def no_scale_no_backward(net, x, y, opt, scaler, max_norm):
+    opt.zero_grad()
+    loss_of(net, x, y)
+    scaler.step(opt)
+    scaler.update()
+
+
+def zero_grad_after_backward(net, x, y, opt, scaler, max_norm):
+    scaler.scale(loss_of(net, x, y)).backward()
+    opt.zero_grad()  # meant to clear the last step's gradients: clears this one's
+    scaler.unscale_(opt)
+    nn.utils.clip_grad_norm_(net.parameters(), max_norm)
+    scaler.step(opt)
+    scaler.update()
+
+
 def no_update(net, x, y, opt, scaler, max_norm):
     opt.zero_grad()
     scaler.scale(loss_of(net, x, y)).backward()
@@ -120,6 +145,14 @@ def test_mistakes_gradscaler_refuses_are_explained():
     assert "end each step with scaler.update()" in said(no_update)[1]
     assert "ran twice in one step" in said(unscale_twice)[1]
     assert "the clip saw the scaled gradients" in said(no_unscale)[1]  # step unscales after clip
+
+
+def test_no_gradient_at_the_step_says_why_instead_of_torchs_assertion():
+    for step in (forgets_backward, no_scale_no_backward):
+        ok, text = said(step)
+        assert not ok and "no backward reached the network in amp_step" in text, step.__name__
+    ok, text = said(zero_grad_after_backward)
+    assert not ok and "backward ran, but .grad was emptied before the step" in text
 
 
 def test_a_doubled_backward_is_named_though_the_clip_hides_it_in_the_weights():
