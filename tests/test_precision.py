@@ -204,3 +204,26 @@ def test_autocast_dtypes_passes_keyword_arguments_on():
         ("sum", "float32"),  # on neither list: the dtype it was given
         ("mse_loss", "float32"),
     ]
+
+
+def test_the_scaled_way_is_named_in_the_learners_language():
+    """Its rows keep the key "float16 × scale" (the cells compare it); the legend and the text
+    form say it in the learner's language, the other ways stay dtype names."""
+    from helpers import language
+
+    rows = [
+        {"loss weight": 1.0, "float16: zeros": 0.0, "float16: error": 0.2,
+         "float16 × scale: zeros": 0.0, "float16 × scale: error": 0.01},
+    ]  # fmt: skip
+    english = sweep_figure(rows)
+    assert [line.get_label() for line in english.figure.axes[0].get_lines()] == [
+        "float16", "float16 × scale"
+    ]  # fmt: skip
+    language.set_language("zh")
+    try:
+        chinese = sweep_figure(rows)
+    finally:
+        language.set_language("en")
+    assert "float16 × 缩放因子 0% 为零" in repr(chinese)
+    labels = [line.get_label() for line in chinese.figure.axes[0].get_lines()]
+    assert labels == ["float16", "float16 × 缩放因子"]  # the CJK font is installed (make install)
