@@ -23,6 +23,7 @@ __all__ = [
     "chinese_font",
     "data_fingerprint",
     "figure_language",
+    "figure_phrase",
     "figure_words",
     "text_columns",
 ]
@@ -114,6 +115,12 @@ def figure_words(key: str, /, **values: Any) -> str:
     """The words `figures.<key>` of a figure (`helpers/text/*/common.toml`), in the language
     the figure is drawn in (`figure_language`)."""
     return say_in(figure_language(), "common", f"figures.{key}", **values)
+
+
+def figure_phrase(english: str) -> str:
+    """A label a figure is handed in English (a run's name in its legend), in the language the
+    figure is drawn in: a phrase of the text files (`[phrases]`), unchanged when there is none."""
+    return english if figure_language() == "en" else phrase(None, english)
 
 
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")

@@ -124,7 +124,7 @@ def auc_figure(curves: Mapping[str, Sequence[tuple[float, float]]]) -> Any:
     """
     from matplotlib.figure import Figure as MplFigure
 
-    from helpers.display import Figure, figure_words
+    from helpers.display import Figure, figure_phrase, figure_words
     from helpers.language import say
 
     if not curves or not all(len(c) for c in curves.values()):
@@ -134,7 +134,8 @@ def auc_figure(curves: Mapping[str, Sequence[tuple[float, float]]]) -> Any:
     titles = (figure_words("norm_attack"), figure_words("direction_attack"))
     for k, (ax, title) in enumerate(zip(axes, titles, strict=True)):
         for name, steps in curves.items():
-            ax.plot(range(1, len(steps) + 1), [pair[k] for pair in steps], lw=1.5, label=name)
+            label = figure_phrase(name)  # a run's name, in the figure's language
+            ax.plot(range(1, len(steps) + 1), [pair[k] for pair in steps], lw=1.5, label=label)
         ax.axhline(0.5, color="0.5", ls=":", lw=1)
         ax.set_title(title, fontsize=10)
         ax.set_xlabel(figure_words("training_step"))

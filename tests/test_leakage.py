@@ -116,3 +116,21 @@ def test_auc_figure_needs_runs():
         auc_figure({})
     with pytest.raises(ValueError, match="at least one step"):
         auc_figure({"empty": []})
+
+
+def test_auc_figure_names_each_run_in_the_learners_language():
+    """A run's name is a phrase of the notebook's text file: 07's table says 不加防护, so its
+    legend does too; a name with no phrase stays as written."""
+    from helpers import language
+
+    runs = {"no defence": [(0.9, 1.0)], "noise σ=0.01": [(0.6, 0.7)], "mine": [(0.5, 0.5)]}
+    def legend(figure):
+        return [t.get_text() for t in figure.figure.axes[0].get_legend().get_texts()]
+
+    assert legend(auc_figure(runs)) == ["no defence", "noise σ=0.01", "mine"]
+    language.set_language("zh")
+    try:
+        figure = auc_figure(runs)
+    finally:
+        language.set_language("en")
+    assert legend(figure) == ["不加防护", "噪声 σ=0.01", "mine"]  # the CJK font is installed

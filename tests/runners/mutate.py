@@ -170,8 +170,6 @@ LEFT_OUT: dict[str, str] = {
 REMEASURE: dict[str, str] = {
     "helpers/precision.py": "the sweep figure names its scaled way in the learner's language "
     "(_said_way, SCALED_WAY); queued for a run of its own",
-    "helpers/ranks/data_parallel_ranks.py": "its helpers made public (gradients_of, "
-    "average_by_hand) when it moved into helpers/ranks/; queued for a run of its own",
     **{
         module: "changed since 2026-12-02's run (figures in the edition's language, the graphs' "
         "Chinese faces, the twins' translated code); queued for a run of its own"
