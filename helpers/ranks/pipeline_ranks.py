@@ -67,6 +67,13 @@ ROLES = {
     2: "stage 2: model 3 and the labels",
 }
 SCHEDULES = ("GPipe", "1F1B")
+#: Who divided the micro-batches' summed gradients by their number (`StageRun.scaled_by`).
+SCALED_BY = {
+    "engine": "the engine (scale_grads=True)",
+    "nobody": "nobody (scale_grads=False): the sum over the micro-batches",
+    "run_stage": "run_stage: this release's schedules do not scale, so it divides by the number "
+    "of micro-batches itself",
+}
 #: How `run_stage(fault=...)` makes its rank fail: raise an error, or hang without a word.
 FAULT_MODES = ("raise", "hang")
 
@@ -388,11 +395,7 @@ def record_stage(
     scales = getattr(runner, "scale_grads", None)  # None: torch 2.4's schedules never scale
     record = StageRun(rank, type(runner).__name__.removeprefix("Schedule"))
     record.repaired = engine_needs_repair()
-    record.scaled_by = (
-        "nobody (scale_grads=False): the sum over the micro-batches" if scales is False
-        else "the engine (scale_grads=True)" if scales
-        else "nobody: this release's schedules do not scale"
-    )  # fmt: skip
+    record.scaled_by = SCALED_BY["engine" if scales else "nobody"]  # run_stage mends torch 2.4's
     recorder = _StageRecorder(record, rank, fault)
     recorder.wrap(stage)
     with _EngineSpy.reporting_to(recorder), track_saved(known=module) as recorder.saved:
@@ -430,19 +433,20 @@ def run_stage(
     if world_size != STAGES:
         raise ValueError(f"the post's models make {STAGES} stages, not {world_size}")
     doing("building its stage and schedule")
-    if engine_needs_repair():
+    repaired = engine_needs_repair()  # asked before the repair, which changes the answer
+    if repaired:
         _repair_engine()
     module = stage_modules(build_models(seed))[rank]
     tokens, targets = pipeline_batch(data_seed)
     _, runner, engine_scales = make_schedule(module, rank, schedule, microbatches, scale_grads)
     losses: list[Tensor] = []
     with record_stage(runner, losses, fault=fault) as record:
+        record.repaired = repaired
         schedule_step(runner, rank, tokens, targets, losses)
         if scale_grads and not engine_scales:  # what later releases' scale_grads=True does
             for p in module.parameters():
                 p.grad.div_(microbatches)
-            record.scaled_by = ("run_stage: this release's schedules do not scale, so it "
-                                "divides by the number of micro-batches itself")  # fmt: skip
+            record.scaled_by = SCALED_BY["run_stage"]
     return record
 
 

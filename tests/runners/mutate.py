@@ -168,6 +168,8 @@ LEFT_OUT: dict[str, str] = {
 #: here its old row stands, marked stale. tests/runners/test_mutate_config.py fails for a changed
 #: module not listed, and for a listed one whose row is current again (then delete its line).
 REMEASURE: dict[str, str] = {
+    "helpers/ranks/pipeline_ranks.py": "who scaled, named from one table (SCALED_BY), so that "
+    "torch 2.4's unscaled run says scale_grads=False again; queued for a run of its own",
     "helpers/precision.py": "the sweep figure names its scaled way in the learner's language "
     "(_said_way, SCALED_WAY); queued for a run of its own",
     **{
