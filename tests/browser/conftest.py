@@ -1,4 +1,5 @@
-"""Fixtures for the browser tests: one JupyterLab server and one Chromium for the whole session.
+"""Fixtures for the browser tests: one JupyterLab server, one Chromium and one build of the site
+for the whole session.
 
 JupyterLab serves a temporary copy of notebooks/ (a test never rewrites committed files), with its
 own config, runtime, workspace and user-settings folders. The settings turn off notebook windowing
@@ -188,3 +189,26 @@ def lab_page(browser, lab) -> LabPage:
         yield LabPage(page, errors)
     finally:
         context.close()
+
+
+#: What `make site` runs.
+SITE_BUILD = ROOT / "site" / "build.py"
+
+
+@pytest.fixture(scope="session")
+def site_build(tmp_path_factory) -> dict:
+    """Build the site as `make site` does, into a temporary folder; its folder and time. Built
+    once for the session: the site's pages and both books are read from the same build."""
+    out = tmp_path_factory.mktemp("site")
+    start = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, str(SITE_BUILD), "--out", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    seconds = time.monotonic() - start
+    if done.returncode:
+        pytest.fail(f"site/build.py failed:\n{done.stdout[-6000:]}\n{done.stderr[-6000:]}")
+    return {"out": out, "html": out / "html", "seconds": seconds, "log": done.stdout}

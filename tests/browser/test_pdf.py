@@ -1,12 +1,12 @@
 """`make pdf`: the course as one PDF per edition (site/pdf.py), checked as a printed book.
 
-Both books are printed once for the module, from a site built into a temporary folder. For each:
-every notebook is a chapter of the PDF's outline, in course order, with its sections; every
+Both books are printed once for the module, from the session's build of the site (conftest.py). For
+each: every notebook is a chapter of the PDF's outline, in course order, with its sections; every
 folded answer and solution is gathered at its chapter's end; the glossary closes the book; every
-font is embedded and is one of the book's fonts, and every character of the book is in one of
-them (so none is printed as a missing-glyph box); the SVG pictures stay vectors (the only images
-in the PDF are the notebooks' PNG figures); nothing is wider than the page; the page count is
-within its bound. Pictures of a few pages: .artifacts/screenshots/pdf-*.png.
+font is embedded and is one of the book's fonts, and every character of the book is in one of them
+(so none is printed as a missing-glyph box); the SVG pictures stay vectors (the only images in the
+PDF are the notebooks' PNG figures); nothing is wider than the page; the page count is within its
+bound. Pictures of a few pages: .artifacts/screenshots/pdf-*.png.
 """
 
 from __future__ import annotations
@@ -46,11 +46,9 @@ def pdf_module():
 
 
 @pytest.fixture(scope="module")
-def books(tmp_path_factory, browser, pdf_module) -> dict:
+def books(tmp_path_factory, browser, pdf_module, site_build) -> dict:
     out = tmp_path_factory.mktemp("book")
-    build = load_site_module("build")
-    build.build(out / "site")
-    return pdf_module.build_pdfs(out / "site", out / "pdf", browser=browser)
+    return pdf_module.build_pdfs(site_build["out"], out / "pdf", browser=browser)
 
 
 def _outline(reader, items=None, depth=0) -> list[tuple[int, str]]:
