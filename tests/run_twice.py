@@ -3,7 +3,8 @@ and report each error, as JSON on stdout.
 
     python tests/run_twice.py NOTEBOOK ...
 
-Each notebook gets a fresh kernel. Cells run top to bottom; each code cell runs, then at once
+Each notebook gets a fresh kernel, forked from a process that has imported torch
+(warm_kernel.py, beside this file). Cells run top to bottom; each code cell runs, then at once
 again, and the next cell runs after the second run. Each result lists the errors: the cell's id,
 which run (1 or 2), the exception's name, and the text the learner saw in its place. Needs only
 nbclient and nbformat.
@@ -13,10 +14,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import sys
+import tempfile
 import time
 from pathlib import Path
+
+import warm_kernel  # beside this file
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
@@ -47,7 +52,7 @@ def run(path: Path) -> dict:
     client = NotebookClient(
         nb,
         timeout=600,
-        kernel_name="python3",
+        kernel_name=warm_kernel.KERNEL_NAME,
         allow_errors=True,
         resources={"metadata": {"path": str(path.parent)}},
     )
@@ -93,7 +98,12 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("notebooks", nargs="+", type=Path)
     args = parser.parse_args()
-    json.dump([run(p.resolve()) for p in args.notebooks], sys.stdout)
+    with tempfile.TemporaryDirectory(prefix="kernels-") as spec:
+        warm_kernel.write_spec(Path(spec))
+        os.environ["JUPYTER_PATH"] = os.pathsep.join(
+            [spec, *filter(None, os.environ.get("JUPYTER_PATH", "").split(os.pathsep))]
+        )
+        json.dump([run(p.resolve()) for p in args.notebooks], sys.stdout)
     return 0
 
 

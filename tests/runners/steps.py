@@ -29,8 +29,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 LOGS = ROOT / ".artifacts" / "steps"
 PYTHON = sys.executable
+#: Where the steps find the kernel spec of tests/warm_kernel.py (written when the steps start).
+KERNELS = ROOT / ".artifacts" / "kernels"
+#: nbval's kernels are forked from a process that imported torch once (tests/warm_kernel.py): a
+#: new process that has run no notebook code. Run All in an ordinary kernel, as a learner starts
+#: it, is what the offline pass, the browser runs and the Colab emulation do.
 NBVAL = [
-    "-m", "pytest", "--nbval", "--nbval-current-env",
+    "-m", "pytest", "--nbval", "--nbval-kernel-name", "course-warm",
     "--nbval-sanitize-with", "tests/nbval_sanitize.cfg", "-q",
 ]  # fmt: skip
 
@@ -56,6 +61,8 @@ class Step:
     env: dict[str, str] = field(default_factory=dict)
     #: Seconds it took on 2 cores (order only: the longest start first, so none is left alone last).
     expected: float = 10.0
+    #: Whether Jupyter finds the warm kernel's spec (KERNELS): nbval's steps start theirs by name.
+    warm_kernels: bool = False
 
 
 #: The first step of both `make test` and the one-notebook check.
@@ -121,6 +128,7 @@ def test_steps() -> list[Step]:
                 [PYTHON, *NBVAL, *_notebooks()],
                 env=env,
                 expected=40,
+                warm_kernels=True,
             )
             for suffix, kernels, env in KERNEL_SETS
         ),
@@ -129,6 +137,7 @@ def test_steps() -> list[Step]:
             "the Chinese twins' committed outputs",
             [PYTHON, *NBVAL, *_notebooks("notebooks/zh")],
             expected=40,
+            warm_kernels=True,
         ),
     ]
 
@@ -263,10 +272,17 @@ def notebook_steps(name: str) -> list[Step]:
                 [PYTHON, *NBVAL, english],
                 env=env,
                 expected=15,
+                warm_kernels=True,
             )
             for suffix, kernels, env in KERNEL_SETS
         ),
-        Step("nbval-zh", "its twin's committed outputs", [PYTHON, *NBVAL, chinese], expected=15),
+        Step(
+            "nbval-zh",
+            "its twin's committed outputs",
+            [PYTHON, *NBVAL, chinese],
+            expected=15,
+            warm_kernels=True,
+        ),
     ]
 
 
@@ -291,6 +307,16 @@ class Outcome:
     log: Path
 
 
+def step_environment(step: Step) -> dict[str, str]:
+    """The environment a step runs in: this one and the step's own variables; for a step that
+    starts warm kernels, Jupyter's path with their spec (KERNELS) first."""
+    env = {**os.environ, **step.env}
+    if step.warm_kernels:
+        found = [str(KERNELS), *filter(None, env.get("JUPYTER_PATH", "").split(os.pathsep))]
+        env["JUPYTER_PATH"] = os.pathsep.join(found)
+    return env
+
+
 def run_step(step: Step) -> Outcome:
     """Run one step with its output in its log file."""
     LOGS.mkdir(parents=True, exist_ok=True)
@@ -300,7 +326,7 @@ def run_step(step: Step) -> Outcome:
         done = subprocess.run(
             step.command,
             cwd=ROOT,
-            env={**os.environ, **step.env},
+            env=step_environment(step),
             stdout=out,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
@@ -330,6 +356,9 @@ ALL = test_steps()
 
 def run(steps: list[Step], jobs: int) -> int:
     """Run `steps`, `jobs` at a time, longest first; print each log as it ends, then the table."""
+    from tests.warm_kernel import write_spec
+
+    write_spec(KERNELS)
     start = time.monotonic()
     outcomes = []
     order = sorted(steps, key=lambda s: -s.expected)

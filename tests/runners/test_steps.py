@@ -162,3 +162,17 @@ def test_notebook_goes_with_test_only(capsys):
     with pytest.raises(SystemExit):
         steps.main(["check", "--notebook", "07b"])
     assert "--notebook goes with test" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("chosen", [None, "07b"])
+def test_only_the_steps_that_start_warm_kernels_find_their_spec(chosen):
+    from tests.warm_kernel import KERNEL_NAME
+
+    found = steps.notebook_steps(chosen) if chosen else steps.test_steps()
+    for step in found:
+        path = steps.step_environment(step).get("JUPYTER_PATH", "").split(os.pathsep)
+        by_name = "--nbval-kernel-name" in step.command
+        assert (str(steps.KERNELS) in path) == by_name, step.name
+        if by_name:
+            assert step.command[step.command.index("--nbval-kernel-name") + 1] == KERNEL_NAME
+    assert sum("--nbval-kernel-name" in s.command for s in found) == 4
