@@ -59,7 +59,8 @@ class Step:
     proves: str
     command: list[str]
     env: dict[str, str] = field(default_factory=dict)
-    #: Seconds it took on 2 cores (order only: the longest start first, so none is left alone last).
+    #: Seconds it took on 2 cores, two steps at a time (order only: the longest start first, so none
+    #: is left alone last).
     expected: float = 10.0
     #: Whether Jupyter finds the warm kernel's spec (KERNELS): nbval's steps start theirs by name.
     warm_kernels: bool = False
@@ -88,38 +89,38 @@ def test_steps() -> list[Step]:
             "unit",
             "the helpers' behaviour (tests that run no notebook)",
             [*pytest, "tests", "-m", "not notebooks and not browser and not rerun"],
-            expected=90,
+            expected=300,
         ),
         Step(
             "notebook runs",
             "Run All offline, without dot, shuffled; Colab emulated",
             [*pytest, "tests", "-m", "notebooks and not browser"],
-            expected=120,
+            expected=410,
         ),
         Step(
             "rerun",
             "every cell of every notebook run twice in a row explains itself; both editions",
             [*pytest, "tests", "-m", "rerun"],
-            expected=200,
+            expected=370,
         ),
         Step(
             "browser-en",
             "JupyterLab runs every notebook in Chromium",
             [*pytest, "tests", "-m", "browser", "-k", BROWSER_EN],
-            expected=120,
+            expected=340,
         ),
         Step(
             "site",
             "the website and the books of both editions: every page read and audited for "
             "accessibility in both colour schemes, both PDFs printed and checked",
             [*pytest, "tests/browser/test_site.py", "tests/browser/test_pdf.py"],
-            expected=300,
+            expected=530,
         ),
         Step(
             "browser-zh",
             "JupyterLab runs every Chinese twin in Chromium",
             [*pytest, "tests/browser/test_browser.py", "-k", "chinese_notebook"],
-            expected=130,
+            expected=330,
         ),
         *(
             Step(
@@ -127,7 +128,7 @@ def test_steps() -> list[Step]:
                 f"committed outputs, {kernels}",
                 [PYTHON, *NBVAL, *_notebooks()],
                 env=env,
-                expected=40,
+                expected=90,
                 warm_kernels=True,
             )
             for suffix, kernels, env in KERNEL_SETS
@@ -136,7 +137,7 @@ def test_steps() -> list[Step]:
             "nbval-zh",
             "the Chinese twins' committed outputs",
             [PYTHON, *NBVAL, *_notebooks("notebooks/zh")],
-            expected=40,
+            expected=85,
             warm_kernels=True,
         ),
     ]
@@ -236,7 +237,7 @@ def notebook_steps(name: str) -> list[Step]:
                 "-k",
                 f"{prefix} or not ipynb",
             ],
-            expected=40,
+            expected=135,
         ),
         Step(
             "notebook runs",
@@ -249,21 +250,21 @@ def notebook_steps(name: str) -> list[Step]:
                 "notebooks and not browser",
             ],
             env=chosen,
-            expected=60,
+            expected=95,
         ),
         Step(
             "rerun",
             "every cell run twice in a row explains itself; both editions",
             [*pytest, "tests/test_rerun_notebooks.py", "-m", "rerun", "-k", "explains_itself"],
             env=chosen,
-            expected=60,
+            expected=85,
         ),
         Step(
             "browser",
             "JupyterLab runs it in Chromium; both editions",
             [*pytest, "tests/browser/test_browser.py", "-k", prefix],
             env=chosen,
-            expected=60,
+            expected=95,
         ),
         *(
             Step(
