@@ -25,8 +25,8 @@ import torch
 from torch import Tensor, nn
 from torch.overrides import TorchFunctionMode
 
-from helpers.display import Figure, Table, drawn_in_language, figure_words
-from helpers.language import say
+from helpers.display import Figure, Table, drawn_in_language, figure_phrase, figure_words
+from helpers.language import phrase, say
 
 __all__ = [
     "DTYPES",
@@ -150,17 +150,13 @@ def relative_error(grads: dict[str, Tensor], reference: dict[str, Tensor]) -> fl
     return max(float((grads[n] - r).norm() / r.norm()) for n, r in reference.items())
 
 
-#: The sweep's name for float16 with the loss scaled (its rows' keys; its figure says it in words).
-SCALED_WAY = "float16 × scale"
-
-
 def precision_sweep(weights: Sequence[float] = LOSS_WEIGHTS, seed: int = 0) -> list[dict[str, Any]]:
     """For each loss weight: the underflow share and relative error of fp16, of fp16 with the
     loss scaled by SCALE, and of bf16, each against float32."""
     net, x, y = small_network(seed)
     ways = {
         "float16": (torch.float16, 1.0),
-        SCALED_WAY: (torch.float16, SCALE),
+        "float16 × scale": (torch.float16, SCALE),
         "bfloat16": (torch.bfloat16, 1.0),
     }
     rows = []
@@ -175,12 +171,6 @@ def precision_sweep(weights: Sequence[float] = LOSS_WEIGHTS, seed: int = 0) -> l
     return rows
 
 
-def _said_way(way: str) -> str:
-    """A way's name in the learner's language (the figure's text form may differ from its
-    drawing, which falls back to English where no CJK font is found)."""
-    return say("common", "figures.scaled_way") if way == SCALED_WAY else way
-
-
 @drawn_in_language
 def sweep_figure(rows: Sequence[dict[str, Any]]) -> Figure:
     """Two panels against the loss weight: the share of gradient entries lost to 0, and the
@@ -191,7 +181,9 @@ def sweep_figure(rows: Sequence[dict[str, Any]]) -> Figure:
     weights = [row["loss weight"] for row in rows]
     fig = MplFigure(figsize=(9, 3.2))  # pragma: no mutate (size, by eye)
     zeros, errors = fig.subplots(1, 2)
-    shown = {way: figure_words("scaled_way") if way == SCALED_WAY else way for way in ways}
+    # A way's name is a phrase of 09b's text file in the figure's language (the rows keep the
+    # English key the cells compare); the text form says it in the learner's, as drawn or not.
+    shown = {way: figure_phrase(way) for way in ways}
     for way, marker in zip(ways, "osd", strict=False):
         zeros.plot(weights, [r[f"{way}: zeros"] for r in rows], marker=marker, label=shown[way])
         errors.plot(weights, [r[f"{way}: error"] for r in rows], marker=marker, label=shown[way])
@@ -207,7 +199,7 @@ def sweep_figure(rows: Sequence[dict[str, Any]]) -> Figure:
     fig.tight_layout()
     worst = rows[-1]
     zeros_text = ", ".join(
-        say("common", "figures.way_zeros", way=_said_way(w), share=f"{worst[f'{w}: zeros']:.0%}")
+        say("common", "figures.way_zeros", way=phrase(None, w), share=f"{worst[w + ': zeros']:.0%}")
         for w in ways
     )
     description = say(
