@@ -100,9 +100,7 @@ def main() -> int:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="kernels-") as spec:
         warm_kernel.write_spec(Path(spec))
-        os.environ["JUPYTER_PATH"] = os.pathsep.join(
-            [spec, *filter(None, os.environ.get("JUPYTER_PATH", "").split(os.pathsep))]
-        )
+        os.environ["JUPYTER_PATH"] = warm_kernel.jupyter_path(Path(spec), os.environ)
         json.dump([run(p.resolve()) for p in args.notebooks], sys.stdout)
     return 0
 

@@ -210,6 +210,12 @@ def launch(argv: list[str]) -> int:
     return 0
 
 
+def jupyter_path(folder: Path, environ: dict[str, str]) -> str:
+    """Jupyter's path (JUPYTER_PATH) of `environ` with `folder`, where write_spec wrote, first."""
+    found = filter(None, environ.get("JUPYTER_PATH", "").split(os.pathsep))
+    return os.pathsep.join([str(folder), *found])
+
+
 def write_spec(folder: Path) -> Path:
     """The kernel spec that starts kernels through this file, in FOLDER/kernels/KERNEL_NAME."""
     spec = folder / "kernels" / KERNEL_NAME

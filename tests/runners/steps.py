@@ -311,10 +311,11 @@ class Outcome:
 def step_environment(step: Step) -> dict[str, str]:
     """The environment a step runs in: this one and the step's own variables; for a step that
     starts warm kernels, Jupyter's path with their spec (KERNELS) first."""
+    from tests.warm_kernel import jupyter_path
+
     env = {**os.environ, **step.env}
     if step.warm_kernels:
-        found = [str(KERNELS), *filter(None, env.get("JUPYTER_PATH", "").split(os.pathsep))]
-        env["JUPYTER_PATH"] = os.pathsep.join(found)
+        env["JUPYTER_PATH"] = jupyter_path(KERNELS, env)
     return env
 
 
@@ -357,9 +358,10 @@ ALL = test_steps()
 
 def run(steps: list[Step], jobs: int) -> int:
     """Run `steps`, `jobs` at a time, longest first; print each log as it ends, then the table."""
-    from tests.warm_kernel import write_spec
+    if any(s.warm_kernels for s in steps):
+        from tests.warm_kernel import write_spec
 
-    write_spec(KERNELS)
+        write_spec(KERNELS)
     start = time.monotonic()
     outcomes = []
     order = sorted(steps, key=lambda s: -s.expected)
