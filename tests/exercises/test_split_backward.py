@@ -496,16 +496,23 @@ def test_token_loss_checks_outputs_of_other_sizes():
     assert isinstance(check_token_loss(one, one_target, loss).messages, list)  # never raises
 
 
-def one_optimizer_after_a_step(steps):
+def one_optimizer_after_a_step(steps, tokens=None, label=None):
     """As `one_optimizer`, on models whose .grad still hold the previous batch's gradients (the
-    notebook's exercise cell starts so)."""
+    notebook's exercise cell starts so); on the post's batch, or on `tokens` and `label`."""
     m = build_models()
     opt = make_one_optimizer(m)
-    previous_step(m)
+    previous_step(m, tokens, label)
     before = snapshot(m.named_parameters())
-    f1, ff1, f2, ff2, loss = forward(m)
+    if tokens is None:
+        f1, ff1, f2, ff2, loss = forward(m)
+    else:
+        f1 = m.model1(tokens)
+        ff1 = cut(f1)
+        f2 = m.model2(ff1)
+        ff2 = cut(f2)
+        _, loss = m.model3(ff2, label)
     steps(opt, f1, ff1, f2, ff2, loss)
-    return check_one_optimizer(m, before)
+    return check_one_optimizer(m, before, tokens, label)
 
 
 def test_one_optimizer_without_zero_grad_is_named():
@@ -520,3 +527,28 @@ def test_one_optimizer_without_zero_grad_is_named():
         one_optimizer_after_a_step(kept)
     )
     assert one_optimizer(kept).ok  # on fresh models nothing can tell: hence previous_step
+
+
+def test_the_batch_before_is_the_one_the_exercise_names():
+    """On another batch (two sequences), the checker's batch before is made from that batch, as
+    the learner's `previous_step(models, tokens, label)` made it: a kept gradient is named, and
+    the right answer passes."""
+    tokens = torch.tensor([[2, 1, 3, 0, 9], [4, 4, 5, 6, 7]])
+    label = torch.tensor([[0, 1, 0], [2, 0, 1]])
+
+    def kept(opt, f1, ff1, f2, ff2, loss):
+        loss.backward()
+        f2.backward(ff2.grad)
+        f1.backward(ff1.grad)
+        opt.step()
+
+    assert one_optimizer_after_a_step(right_steps, tokens, label).ok
+    assert "the earlier step's gradients were still in .grad" in text(
+        one_optimizer_after_a_step(kept, tokens, label)
+    )
+    stepped, by_hand = build_models(), build_models()
+    previous_step(stepped, tokens, label)  # the batch before: each sequence reversed
+    _, loss = by_hand.model3(by_hand.model2(by_hand.model1(tokens.flip(-1))), label)
+    loss.backward()
+    for name, p in by_hand.named_parameters().items():
+        torch.testing.assert_close(stepped.named_parameters()[name].grad, p.grad)

@@ -134,3 +134,17 @@ def test_make_test_times_check_test_and_each_notebook_in_one_clone(monkeypatch):
     assert rows[1]["value"].endswith("(passed)") and rows[1]["met"]
     assert [r["value"].endswith("(FAILED)") for r in rows[3:]] == [False, True]
     assert [r["met"] for r in rows[3:]] == [True, False]
+
+
+def test_the_header_names_the_processor(tmp_path):
+    import torch
+
+    info = tmp_path / "cpuinfo"
+    info.write_text("processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC 7B12\n")
+    assert bench.processor_name(info).startswith("AMD EPYC 7B12, ")
+    info.write_text("processor\t: 0\n")  # no model given: the architecture alone
+    assert bench.processor_name(info) == (bench.platform.processor() or bench.platform.machine())
+    assert bench.processor_name(tmp_path / "absent") == bench.processor_name(info)
+    header = bench.render([], repeat=1).splitlines()[2]
+    capability = torch.backends.cpu.get_cpu_capability()
+    assert f"({bench.processor_name()}; torch's CPU kernels: {capability})" in header
