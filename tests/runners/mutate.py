@@ -173,10 +173,7 @@ REMEASURE: dict[str, str] = {
     **{
         module: "changed since 2026-12-02's run (figures in the edition's language, the graphs' "
         "Chinese faces, the twins' translated code); queued for a run of its own"
-        for module in (
-            "helpers/tooling/editions.py",
-            "helpers/exercises/split_backward.py",
-        )
+        for module in ("helpers/tooling/editions.py",)
     },
 }
 
