@@ -27,12 +27,12 @@ from tests.torch_threads import one_thread  # noqa: F401 (autouse fixture)
 TOKENS, LABEL = post_tensors()
 
 
-def forward(models, cut_fn=cut, tokens=TOKENS):
+def forward(models, cut_fn=cut, tokens=TOKENS, label=LABEL):
     f1 = models.model1(tokens)
     ff1 = cut_fn(f1)
     f2 = models.model2(ff1)
     ff2 = cut_fn(f2)
-    _, loss = models.model3(ff2, LABEL)
+    _, loss = models.model3(ff2, label)
     return f1, ff1, f2, ff2, loss
 
 
@@ -503,15 +503,8 @@ def one_optimizer_after_a_step(steps, tokens=None, label=None):
     opt = make_one_optimizer(m)
     previous_step(m, tokens, label)
     before = snapshot(m.named_parameters())
-    if tokens is None:
-        f1, ff1, f2, ff2, loss = forward(m)
-    else:
-        f1 = m.model1(tokens)
-        ff1 = cut(f1)
-        f2 = m.model2(ff1)
-        ff2 = cut(f2)
-        _, loss = m.model3(ff2, label)
-    steps(opt, f1, ff1, f2, ff2, loss)
+    batch = {} if tokens is None else {"tokens": tokens, "label": label}
+    steps(opt, *forward(m, **batch))
     return check_one_optimizer(m, before, tokens, label)
 
 
