@@ -106,7 +106,9 @@ def code_words(nb) -> dict[str, str]:
 
 def _put_code_words(twin, english, words: dict[str, str]) -> None:
     """Set each of a twin's code cells to its English code with `words` put in (its folded-cell
-    title line kept), keeping only the words some cell of the English still says."""
+    title line kept), keeping only the words some cell of the English still says. When none is
+    kept, the twin holds none to remove: it is a fresh copy of the English (build_twin), or
+    translate has just given it words its code says."""
     by_id = {c.get("id"): c for c in english.cells}
     used: set[str] = set()
     for cell in twin.cells:
@@ -120,8 +122,6 @@ def _put_code_words(twin, english, words: dict[str, str]) -> None:
     kept = {e: words[e] for e in sorted(used)}
     if kept:
         twin.metadata.setdefault(TRANSLATION, {})[CODE_WORDS] = kept
-    else:
-        twin.metadata.get(TRANSLATION, {}).pop(CODE_WORDS, None)
 
 
 def build_twin(english: Path) -> Path:

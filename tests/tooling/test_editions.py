@@ -177,6 +177,25 @@ def test_a_picture_may_name_other_fonts_and_nothing_else(folder):
     ]
 
 
+def test_a_picture_in_other_fonts_does_not_hide_its_outputs_other_kinds(folder):
+    svg = '<svg><g font-family="{font}"><text>steps</text></g></svg>'
+    (folder.parent / "LIST.md").write_text("list")
+
+    def shown(font, text):
+        data = {"image/svg+xml": svg.format(font=font), "text/plain": text}
+        return [nbformat.v4.new_output("display_data", data=data)]
+
+    source = nbformat.read(english(folder), as_version=4)
+    source.cells[3].outputs = shown("monospace", "steps 3")
+    nbformat.write(source, english(folder))
+    translated_twin(folder)
+    edit_twin(folder, lambda nb: setattr(nb.cells[3], "outputs", shown("Noto Sans CJK SC", "步 4")))
+    where = "zh/01_a.ipynb cell 4 (c03), output 1"
+    assert problems(english(folder)) == [
+        f"{where}: text/plain shows other numbers than the English (3, 4)"
+    ]
+
+
 def test_a_translation_uses_the_glossary_terms(folder):
     (folder.parent / "LIST.md").write_text("list")
     twin = build_twin(english(folder))
@@ -197,6 +216,8 @@ def test_the_command_line_lists_and_applies_translations(folder, tmp_path, capsy
     wanted = tmp_path / "zh.json"
     wanted.write_text(json.dumps(chinese(folder), ensure_ascii=False), encoding="utf-8")
     assert editions.main(["translate", str(twin), str(wanted)]) == 0
+    said = "translated 2 Markdown cell(s), 0 comment(s) or printed string(s)\n"
+    assert capsys.readouterr().out == said
     assert editions.main(["check", str(english(folder))]) == 0
     assert "every twin is in step" in capsys.readouterr().out
 
@@ -546,6 +567,45 @@ def test_a_twins_code_cannot_drift_under_its_translated_words(folder):
     )
 
 
+def test_translated_words_keep_a_folded_cells_title_and_every_cells_words(folder):
+    nb = nbformat.read(english(folder), as_version=4)
+    nb.cells[3].source = CODE
+    solution = nbformat.v4.new_markdown_cell("**Solution.** Try it first.")
+    answer = nbformat.v4.new_code_cell("y = 3  # the solution")
+    solution.id, answer.id = "c05", "c06"
+    nb.cells += [solution, answer]
+    nbformat.write(nb, english(folder))
+    course.sync_notebook(english(folder))  # folds the solution under its title line
+    twin = translated_twin(folder)
+    assert translate(twin, {"c05": "**解答。** 先自己试试。"}) == ["c05"]
+    assert translate(twin, {"code": {"# the solution": "# 解答"}}) == ["code"]
+    assert translate(twin, {"code": CODE_ZH}) == ["code"]  # the words of another cell
+    title = course.HIDDEN_TITLES_BY_EDITION["zh"]["solution"]
+    translated = nbformat.read(twin, as_version=4)
+    assert translated.cells[6].source == f"# @title {title}\ny = 3  # 解答"
+    assert editions.code_words(translated) == {**CODE_ZH, "# the solution": "# 解答"}
+    assert problems(english(folder)) == []
+
+
+def test_words_no_cell_says_any_more_leave_the_twin(folder):
+    _english_code(folder, CODE)
+    twin = translated_twin(folder)
+    translate(twin, {"code": CODE_ZH})
+    _english_code(folder, "x = 2")
+    build_twin(english(folder))
+    assert editions.code_words(nbformat.read(twin, as_version=4)) == {}
+
+
+def test_translate_refuses_words_only_the_setup_cell_says(folder):
+    from helpers.tooling import code_text
+
+    said = [t.text for t in code_text.texts(course.setup_cell_source("en"))]
+    comment = next(t for t in said if t.startswith("#"))
+    twin = translated_twin(folder)
+    with pytest.raises(KeyError, match="no cell of its code says"):
+        translate(twin, {"code": {comment: "# 设置"}})
+
+
 @pytest.mark.parametrize(
     ("words", "error", "says"),
     [
@@ -606,3 +666,30 @@ def test_a_figure_may_say_its_words_in_chinese_when_it_shows_the_same_data(folde
     assert snapshot(words="步骤", png=other_data) == [
         f"{where}: a picture inside its snapshot is not the English"
     ]
+
+
+def _png_with(text_chunks: dict[str, str]) -> bytes:
+    import io
+
+    from PIL import Image
+    from PIL.PngImagePlugin import PngInfo
+
+    info = PngInfo()
+    for key, value in text_chunks.items():
+        info.add_text(key, value)
+    out = io.BytesIO()
+    Image.new("RGB", (4, 3), "white").save(out, format="PNG", pnginfo=info)
+    return out.getvalue()
+
+
+def test_a_pictures_data_fingerprint_is_read_however_its_base64_is_written():
+    import base64
+
+    png = _png_with({"Software": "course", "Data": "loss 1.0 0.5"})
+    plain = base64.b64encode(png).decode()
+    assert editions._png_data(plain) == "loss 1.0 0.5"
+    assert editions._png_data(base64.encodebytes(png).decode()) == "loss 1.0 0.5"  # 76 a line
+    assert editions._png_data(f"data:image/png;base64,{plain}") == "loss 1.0 0.5"
+    assert editions._png_data(base64.b64encode(_png_with({"Software": "x"})).decode()) is None
+    assert editions._png_data(base64.b64encode(b"GIF89a").decode()) is None
+    assert editions._png_data("not base64 at all!") is None
