@@ -170,8 +170,6 @@ LEFT_OUT: dict[str, str] = {
 REMEASURE: dict[str, str] = {
     "helpers/ranks/pipeline_ranks.py": "who scaled, named from one table (SCALED_BY), so that "
     "torch 2.4's unscaled run says scale_grads=False again; queued for a run of its own",
-    "helpers/tooling/editions.py": "changed since 2026-12-02's run (figures in the edition's "
-    "language, the graphs' Chinese faces, the twins' translated code); queued for a run of its own",
 }
 
 _STATUS = re.compile(r"^\s*(\S+__mutmut_\d+): (.+)$")
