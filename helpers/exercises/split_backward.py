@@ -172,7 +172,12 @@ def previous_step(
 ) -> None:
     """The backward pass of the batch before (the exercise's tokens reversed), whose gradients
     stay in every `.grad` as they do after any step that did not zero them: a step that forgets
-    `zero_grad()` then adds them to its own."""
+    `zero_grad()` then adds them to its own. Give both `tokens` and `label`, or neither (the
+    post's pair); one without the other is refused, since half of the post's pair would not match
+    the learner's batch."""
+    if (tokens is None) != (label is None):
+        given, missing = ("tokens", "label") if label is None else ("label", "tokens")
+        raise TypeError(say(TEXT, "feedback.half_a_batch", given=given, missing=missing))
     if tokens is None or label is None:
         tokens, label = post_tensors()
     _, loss = models.model3(models.model2(models.model1(_previous_batch(tokens))), label)

@@ -545,3 +545,20 @@ def test_the_batch_before_is_the_one_the_exercise_names():
     loss.backward()
     for name, p in by_hand.named_parameters().items():
         torch.testing.assert_close(stepped.named_parameters()[name].grad, p.grad)
+
+
+@pytest.mark.parametrize(("given", "missing"), [("tokens", "label"), ("label", "tokens")])
+def test_previous_step_refuses_half_a_batch_and_says_which_half(given, missing):
+    from helpers.language import set_language
+
+    half = {"tokens": TOKENS} if given == "tokens" else {"label": LABEL}
+    models = build_models()
+    with pytest.raises(TypeError, match=f"given {given} without {missing}: pass both"):
+        previous_step(models, **half)
+    set_language("zh")
+    try:
+        with pytest.raises(TypeError, match=f"收到了 {given}，却没有 {missing}"):
+            previous_step(models, **half)
+    finally:
+        set_language("en")
+    assert all(p.grad is None for p in models.named_parameters().values())  # before any backward
