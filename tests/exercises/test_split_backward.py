@@ -213,6 +213,14 @@ def right_steps(opt, f1, ff1, f2, ff2, loss):
     opt.step()
 
 
+def without_zero_grad(opt, f1, ff1, f2, ff2, loss):
+    """The right steps but zero_grad(): the gradients already in .grad are added to."""
+    loss.backward()
+    f2.backward(ff2.grad)
+    f1.backward(ff1.grad)
+    opt.step()
+
+
 def test_one_optimizer_right_answer_passes():
     result = one_optimizer(right_steps)
     assert result.ok, result
@@ -509,17 +517,11 @@ def one_optimizer_after_a_step(steps, tokens=None, label=None):
 
 
 def test_one_optimizer_without_zero_grad_is_named():
-    def kept(opt, f1, ff1, f2, ff2, loss):
-        loss.backward()
-        f2.backward(ff2.grad)
-        f1.backward(ff1.grad)
-        opt.step()
-
     assert one_optimizer_after_a_step(right_steps).ok
     assert "the earlier step's gradients were still in .grad" in text(
-        one_optimizer_after_a_step(kept)
+        one_optimizer_after_a_step(without_zero_grad)
     )
-    assert one_optimizer(kept).ok  # on fresh models nothing can tell: hence previous_step
+    assert one_optimizer(without_zero_grad).ok  # fresh models cannot tell: hence previous_step
 
 
 def test_the_batch_before_is_the_one_the_exercise_names():
@@ -529,15 +531,9 @@ def test_the_batch_before_is_the_one_the_exercise_names():
     tokens = torch.tensor([[2, 1, 3, 0, 9], [4, 4, 5, 6, 7]])
     label = torch.tensor([[0, 1, 0], [2, 0, 1]])
 
-    def kept(opt, f1, ff1, f2, ff2, loss):
-        loss.backward()
-        f2.backward(ff2.grad)
-        f1.backward(ff1.grad)
-        opt.step()
-
     assert one_optimizer_after_a_step(right_steps, tokens, label).ok
     assert "the earlier step's gradients were still in .grad" in text(
-        one_optimizer_after_a_step(kept, tokens, label)
+        one_optimizer_after_a_step(without_zero_grad, tokens, label)
     )
     stepped, by_hand = build_models(), build_models()
     previous_step(stepped, tokens, label)  # the batch before: each sequence reversed
