@@ -9,3 +9,11 @@ installed graphviz, so the SVG is skipped; every graph also carries a determinis
 def pytest_collectstart(collector):
     if collector.path.suffix == ".ipynb" and hasattr(collector, "skip_compare"):
         collector.skip_compare += ("image/svg+xml",)
+
+
+def pytest_configure(config):
+    """nbval's kernels talk over Unix sockets (tests/kernel_sockets.py says why)."""
+    if config.getoption("nbval", default=False) or config.getoption("nbval_lax", default=False):
+        from tests.kernel_sockets import use_unix_sockets_in_nbval
+
+        use_unix_sockets_in_nbval()

@@ -40,6 +40,7 @@ def run(path: Path, fake_colab: bool) -> dict:
     """Execute one notebook; return its name, error (or None), all text it showed, the files it
     created or changed in its folder, and the seconds Run All took (kernel start included)."""
     import nbformat
+    from kernel_sockets import UnixSocketKernelManager  # beside this file
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError
     from nbformat.v4 import new_code_cell
@@ -48,7 +49,11 @@ def run(path: Path, fake_colab: bool) -> dict:
     if fake_colab:
         nb.cells.insert(0, new_code_cell(FAKE_COLAB))
     client = NotebookClient(
-        nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
+        nb,
+        timeout=600,
+        kernel_name="python3",
+        kernel_manager_class=UnixSocketKernelManager,
+        resources={"metadata": {"path": str(path.parent)}},
     )
     error = None
     before = folder_state(path.parent)

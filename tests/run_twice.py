@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 import warm_kernel  # beside this file
+from kernel_sockets import UnixSocketKernelManager  # beside this file
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
@@ -53,6 +54,7 @@ def run(path: Path) -> dict:
         nb,
         timeout=600,
         kernel_name=warm_kernel.KERNEL_NAME,
+        kernel_manager_class=UnixSocketKernelManager,
         allow_errors=True,
         resources={"metadata": {"path": str(path.parent)}},
     )

@@ -101,7 +101,8 @@ def test_the_runner_reports_the_files_a_notebook_writes_next_to_it(tmp_path):
     from nbformat.v4 import new_code_cell, new_notebook
 
     tidy, messy = tmp_path / "01_tidy.ipynb", tmp_path / "02_messy.ipynb"
-    nbformat.write(new_notebook(cells=[new_code_cell("x = 1")]), tidy)
+    connection = "from ipykernel import get_connection_info; print(get_connection_info())"
+    nbformat.write(new_notebook(cells=[new_code_cell(connection)]), tidy)
     writes = "open('scratch.txt', 'w').write('state for the next notebook')"
     nbformat.write(new_notebook(cells=[new_code_cell(writes)]), messy)
     done = subprocess.run(
@@ -111,3 +112,5 @@ def test_the_runner_reports_the_files_a_notebook_writes_next_to_it(tmp_path):
     results = {r["notebook"]: r for r in json.loads(done.stdout)}
     assert results["01_tidy.ipynb"]["files_written"] == []
     assert results["02_messy.ipynb"]["files_written"] == ["scratch.txt"]
+    # its kernel talks over Unix sockets, which no other step's TCP connection can take
+    assert '"transport": "ipc"' in results["01_tidy.ipynb"]["text"]

@@ -53,6 +53,9 @@ def test_a_small_notebook_run_twice(tmp_path):
         "loss = (w * 3).sum()",
         "loss.backward()\nassert w.grad.tolist() == [3.0, 3.0]",
         "undefined_name",  # the learner's own error: IPython's usual traceback
+        # the kernel talks over Unix sockets (tests/kernel_sockets.py); over TCP this cell fails
+        "import json\nfrom ipykernel import get_connection_info\n"
+        "assert json.loads(get_connection_info())['transport'] == 'ipc'",
     ]
     path = tmp_path / "small.ipynb"
     nbformat.write(

@@ -123,6 +123,9 @@ def lab(tmp_path_factory, chromium_path) -> Lab:
         f"--IdentityProvider.token={token}",
         "--LabApp.expose_app_in_browser=True",
         f"--ServerApp.root_dir={served}",
+        # its kernels talk over Unix sockets, as nbval's do (tests/kernel_sockets.py says why);
+        # each is named after the kernel's connection file in JUPYTER_RUNTIME_DIR
+        "--KernelManager.transport=ipc",
     ]
     with log.open("wb") as sink:
         proc = subprocess.Popen(

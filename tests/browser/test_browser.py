@@ -453,6 +453,29 @@ def test_an_answer_opens_collapsed_and_a_click_shows_it(lab_page, screenshots):
         page.evaluate(CLOSE, name)
 
 
+def test_jupyterlab_kernels_talk_over_unix_sockets(lab):
+    """No TCP connection of a step running beside the browser tests can take a kernel's port."""
+    import json
+    from urllib.request import Request, urlopen
+
+    kernels = f"{lab.base}/api/kernels"
+    start = Request(f"{kernels}?token={lab.token}", data=b"{}", method="POST")
+    with urlopen(start, timeout=60) as reply:
+        kernel = json.load(reply)["id"]
+    try:
+        runtime = lab.log.parent / "runtime"
+        connection = json.loads((runtime / f"kernel-{kernel}.json").read_text())
+        assert connection["transport"] == "ipc"
+        deadline = time.monotonic() + 60  # the kernel binds them once it has started
+        while len(sockets := list(runtime.glob(f"kernel-{kernel}-ipc-*"))) < 5:
+            assert time.monotonic() < deadline, f"the kernel made {sockets} within 60 s"
+            time.sleep(0.2)
+        assert all(s.is_socket() for s in sockets), sockets
+    finally:
+        stop = Request(f"{kernels}/{kernel}?token={lab.token}", method="DELETE")
+        urlopen(stop, timeout=60).close()
+
+
 NEWS_PROMPT = "official Jupyter news"
 
 
