@@ -2,13 +2,21 @@
 
 import os
 import signal
+import socket
 import subprocess
 import urllib.error
 import urllib.request
 
-from helpers.ranks.launch import free_port  # the one the three-process run uses for its ranks
-
 __all__ = ["free_port", "http_status", "stop_process_group"]
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port that is free right now: bind to port 0 and let the system pick one. (Whoever
+    binds it later can lose it to another program in between: use it only where the program
+    given it cannot pick its own.)"""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
 
 
 def http_status(url: str, timeout: float = 5) -> int:

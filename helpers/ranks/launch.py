@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import sys
 import tempfile
 import threading
@@ -45,7 +44,6 @@ __all__ = [
     "current_status",
     "doing",
     "exit_with_parent",
-    "free_port",
     "rank_context",
     "report_status",
     "run_ranks",
@@ -103,11 +101,34 @@ def exit_with_parent(deadline: float) -> None:
     threading.Thread(target=watch, daemon=True, name="exit-with-parent").start()
 
 
+def _group_store(folder: Path, rank: int, world_size: int, deadline: float) -> dist.TCPStore:
+    """The process group's store, on 127.0.0.1. Rank 0 opens it on a port the system picks as
+    it binds (a port found free beforehand and bound a moment later can be taken in between by
+    any other program's connection) and writes the port into `folder`; the other ranks read it
+    there. Every wait, for the file and for the others, is bounded by `deadline`."""
+    wait = timedelta(seconds=deadline)
+    written = folder / "store.port"
+    if rank == 0:
+        store = dist.TCPStore(
+            "127.0.0.1", 0, world_size, True, timeout=wait, wait_for_workers=False
+        )
+        (folder / "store.port.tmp").write_text(str(store.port))
+        (folder / "store.port.tmp").replace(written)  # atomic: never half a number
+        return store
+    give_up = time.monotonic() + deadline
+    while not written.exists():
+        if time.monotonic() > give_up:
+            raise TimeoutError(
+                f"rank 0 did not open the process group's store within {deadline:g} s"
+            )
+        time.sleep(0.01)
+    return dist.TCPStore("127.0.0.1", int(written.read_text()), world_size, False, timeout=wait)
+
+
 def _rank_entry(
     target: Callable[..., Any],
     rank: int,
     world_size: int,
-    port: int,
     folder: str,
     kwargs: dict[str, Any],
     timeout: float,
@@ -126,9 +147,7 @@ def _rank_entry(
         doing("joining the process group")
         # Waiting for the others to start is bounded by the deadline (a loaded machine starts
         # processes slowly); every send, receive and collective after that by `timeout`.
-        store = dist.TCPStore(
-            "127.0.0.1", port, world_size, rank == 0, timeout=timedelta(seconds=deadline)
-        )
+        store = _group_store(out, rank, world_size, deadline)
         dist.init_process_group(
             "gloo", store=store, rank=rank, world_size=world_size,
             timeout=timedelta(seconds=timeout),
@@ -151,14 +170,7 @@ def _rank_entry(
 
 
 # ---------------------------------------------------------------------------------------------
-# The launcher's side: processes, ports, the forkserver.
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port that is free right now: bind to port 0 and let the system pick one."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
+# The launcher's side: processes, the forkserver.
 
 
 def still_running(pids: list[int]) -> list[int]:
@@ -318,11 +330,10 @@ def run_ranks(
     ctx = rank_context(start_method)
     with tempfile.TemporaryDirectory(prefix="ranks-") as tmp:
         folder = Path(tmp)
-        port = free_port()
         processes = [
             ctx.Process(
                 target=_rank_entry,
-                args=(target, rank, world_size, port, tmp, dict(kwargs or {}), timeout, deadline),
+                args=(target, rank, world_size, tmp, dict(kwargs or {}), timeout, deadline),
                 name=f"rank-{rank}",
                 daemon=True,
             )

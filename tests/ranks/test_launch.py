@@ -6,12 +6,16 @@ from __future__ import annotations
 import multiprocessing
 import os
 import re
+import socket
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
 
+from helpers.ranks import launch
 from helpers.ranks.failures import DistributedRunError, failure_message
 from helpers.ranks.launch import doing, run_ranks, still_running
 
@@ -91,6 +95,42 @@ def test_every_rank_runs_the_function_and_returns_its_value():
     run = run_ranks(_says_hello, 2, kwargs={"greeting": "hi"})
     assert run.results == {0: "hi from 0 of 2", 1: "hi from 1 of 2"}
     assert still_running(run.pids) == [] and multiprocessing.active_children() == []
+
+
+def test_a_port_another_program_holds_does_not_stop_a_run(monkeypatch):
+    """Rank 0 opens the group's store on a port the system gives it as it binds: a port found
+    free beforehand (as `free_port` finds one) and taken by another program before rank 0 binds
+    it would fail the run."""
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        taken = holder.getsockname()[1]
+        monkeypatch.setattr(launch, "free_port", lambda *_: taken, raising=False)
+        run = run_ranks(_says_hello, 2)
+    assert run.results == {0: "hello from 0 of 2", 1: "hello from 1 of 2"}
+
+
+def test_the_group_store_is_found_through_the_port_rank_0_writes(tmp_path):
+    stores = {}
+
+    def join(rank):
+        stores[rank] = launch._group_store(tmp_path, rank, 2, deadline=30)
+
+    late = threading.Thread(target=join, args=(1,))
+    late.start()  # rank 1 waits for rank 0's file
+    time.sleep(0.2)
+    join(0)
+    late.join(30)
+    stores[1].set("from rank 1", "hi")
+    assert stores[0].get("from rank 1") == b"hi"
+    assert int((tmp_path / "store.port").read_text()) == stores[0].port == stores[1].port
+
+
+def test_a_rank_without_rank_0_gives_up_at_the_deadline(tmp_path):
+    start = time.monotonic()
+    with pytest.raises(TimeoutError, match="rank 0 did not open the process group's store within"):
+        launch._group_store(tmp_path, 1, 2, deadline=0.3)
+    assert 0.3 <= time.monotonic() - start < 5
 
 
 def test_a_failing_rank_is_named_and_no_process_is_left():

@@ -25,6 +25,7 @@ from helpers.ranks import __main__ as command_line
 from helpers.ranks import failures, launch, split_display, split_ranks
 from helpers.ranks import split_run as d
 from helpers.split import POST_INPUT, build_models
+from tests.local_http import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 STEPS = 4
@@ -388,7 +389,7 @@ def _torchrun(args: list[str], out: Path) -> subprocess.CompletedProcess:
 
 
 def test_torchrun_command_runs_the_same_code(tmp_path, reference):
-    port = launch.free_port()
+    port = free_port()
     done = _torchrun(
         ["--nproc-per-node", "3", "--master-addr", "127.0.0.1", "--master-port", str(port)],
         tmp_path,

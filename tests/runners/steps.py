@@ -13,8 +13,9 @@ result and time, and the exit code is 1 when any step failed.
 Why parallel is safe here: each notebook runs in a kernel of its own; the browser test serves a
 temporary copy of the notebooks; every kernel talks over Unix sockets of its own
 (tests/kernel_sockets.py), so no TCP connection of one step can take another's kernel port;
-every distributed run picks a free port; and no step writes into `notebooks/` (the offline pass
-asserts it for every notebook).
+rank 0 of every distributed run opens its store on the port the system gives it as it binds
+(helpers/ranks/launch.py); and no step writes into `notebooks/` (the offline pass asserts it for
+every notebook).
 """
 
 from __future__ import annotations
