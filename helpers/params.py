@@ -258,8 +258,9 @@ def redraw_diff_figure(figure: Figure, diff: ParamDiff, title: str | None = None
     if not same:
         return False
     largest = max((c.max_abs for c in changes), default=0.0) or 1.0
-    norm = images[0].norm  # shared by every image and the colour bar
-    norm.vmin, norm.vmax = -largest, largest
+    # The norm is shared by every image and the colour bar: set both limits at once, so the
+    # colour bar recomputes itself once, not once per limit.
+    images[0].set_clim(-largest, largest)
     for image, text, change in zip(images, texts, changes, strict=True):
         image.set_data(_as_matrix(change.delta).numpy())
         text.set_text(_cell_title(change))

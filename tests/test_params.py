@@ -340,6 +340,21 @@ def test_a_redrawn_heatmap_figure_is_the_picture_a_new_one_would_be():
     assert shown.description == fresh.description
 
 
+def test_a_redraw_moves_the_shared_colour_scale_once():
+    """The norm is shared by every heatmap and the colour bar; each change of it makes the colour
+    bar recompute itself, so a redraw changes both limits in one step."""
+    from helpers.params import diff_figure, param_diff, redraw_diff_figure
+
+    before = {"w": torch.zeros(2, 3)}
+    shown = diff_figure(param_diff(before, {"w": torch.ones(2, 3)}))
+    norm = shown.figure.axes[0].images[0].norm
+    changes = []
+    norm.callbacks.connect("changed", lambda *_: changes.append((norm.vmin, norm.vmax)))
+    assert redraw_diff_figure(shown, param_diff(before, {"w": 3 * torch.ones(2, 3)}))
+    assert changes == [(-3.0, 3.0)]
+    assert shown.figure.axes[1].get_ylim() == (-3.0, 3.0)
+
+
 def test_a_figure_of_other_parameters_is_not_redrawn_in_place():
     from helpers.interactive.explorers import optimizer_run
     from helpers.params import diff_figure, param_diff, redraw_diff_figure

@@ -41,7 +41,7 @@ __all__ = [
 ]
 
 
-def _said(key: str, **fields: object) -> str:
+def _comment(key: str, **fields: object) -> str:
     """A comment of the programs the widgets show, in the learner's language (code stays code)."""
     return "  # " + say("common", f"explorer_code.{key}", **fields)
 
@@ -56,17 +56,17 @@ def explorer_code(detach: bool, input_requires_grad: bool, retain_grad: bool) ->
     rg = ", requires_grad=True"
     lines = [
         f"x = torch.tensor([1.0, 2.0, 3.0]{rg if input_requires_grad else ''})"
-        + _said("the_input"),
-        f"w1 = torch.tensor([0.5, -1.0, 2.0]{rg})" + _said("model_1"),
-        "h = w1 * x" + _said("the_intermediate"),
+        + _comment("the_input"),
+        f"w1 = torch.tensor([0.5, -1.0, 2.0]{rg})" + _comment("model_1"),
+        "h = w1 * x" + _comment("the_intermediate"),
     ]
     if retain_grad:
         lines.append("h.retain_grad()")
-    lines.append(f"w2 = torch.tensor([2.0, 1.0, -1.0]{rg})" + _said("model_2"))
+    lines.append(f"w2 = torch.tensor([2.0, 1.0, -1.0]{rg})" + _comment("model_2"))
     if detach:
-        lines += ["h_cut = h.detach()" + _said("the_cut"), "y = (h_cut * w2).sum()"]
+        lines += ["h_cut = h.detach()" + _comment("the_cut"), "y = (h_cut * w2).sum()"]
     else:
-        lines.append("y = (h * w2).sum()" + _said("no_cut"))
+        lines.append("y = (h * w2).sum()" + _comment("no_cut"))
     lines.append("y.backward()")
     return "\n".join(lines)
 
@@ -145,19 +145,19 @@ def optimizer_code(
     make = _MAKE[optimizer]
     lr_text = f"{lr:g}"
     lines = [
-        "models = build_models(seed=42)" + _said("posts_models"),
+        "models = build_models(seed=42)" + _comment("posts_models"),
         "f1 = models.model1(tokens)",
-        "ff1 = f1.clone().detach().requires_grad_(True)" + _said("cut", k=1),
+        "ff1 = f1.clone().detach().requires_grad_(True)" + _comment("cut", k=1),
         "f2 = models.model2(ff1)",
-        "ff2 = f2.clone().detach().requires_grad_(True)" + _said("cut", k=2),
+        "ff2 = f2.clone().detach().requires_grad_(True)" + _comment("cut", k=2),
     ]
     if loss == LOSSES[1]:
         lines += [
             "out = models.model3.layer(ff2)",
-            "loss = token_loss(out, target)" + _said("per_token"),
+            "loss = token_loss(out, target)" + _comment("per_token"),
         ]
     else:
-        lines.append("out, loss = models.model3(ff2, label)" + _said("posts_loss"))
+        lines.append("out, loss = models.model3(ff2, label)" + _comment("posts_loss"))
     if arrangement == ARRANGEMENTS[0]:
         params = "m.parameters()"
         lines.append(f"opts = [{make.format(params=params, lr=lr_text)} for m in models.as_list()]")
@@ -165,7 +165,7 @@ def optimizer_code(
     else:
         lines += [
             "params = [p for m in models.as_list() for p in m.parameters()]",
-            f"opt = {make.format(params='params', lr=lr_text)}" + _said("one_for_all"),
+            f"opt = {make.format(params='params', lr=lr_text)}" + _comment("one_for_all"),
         ]
         picks = ["opt"] * 3
     for pick, stage in zip(picks, STAGES, strict=True):

@@ -168,8 +168,10 @@ LEFT_OUT: dict[str, str] = {
 #: here its old row stands, marked stale. tests/runners/test_mutate_config.py fails for a changed
 #: module not listed, and for a listed one whose row is current again (then delete its line).
 REMEASURE: dict[str, str] = {
-    "helpers/ranks/pipeline_ranks.py": "who scaled, named from one table (SCALED_BY), so that "
-    "torch 2.4's unscaled run says scale_grads=False again; queued for a run of its own",
+    "helpers/params.py": "a redraw sets the shared colour scale's two limits in one step (the "
+    "colour bar recomputed itself once per limit); queued behind pipeline_ranks.py",
+    "helpers/interactive/explorers.py": "the widgets' code comments are made by _comment (it "
+    "shared the name _said with code_text's reader of printed words); queued behind params.py",
 }
 
 _STATUS = re.compile(r"^\s*(\S+__mutmut_\d+): (.+)$")
