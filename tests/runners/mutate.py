@@ -168,10 +168,6 @@ LEFT_OUT: dict[str, str] = {
 #: here its old row stands, marked stale. tests/runners/test_mutate_config.py fails for a changed
 #: module not listed, and for a listed one whose row is current again (then delete its line).
 REMEASURE: dict[str, str] = {
-    "helpers/params.py": "a redraw sets the shared colour scale's two limits in one step (the "
-    "colour bar recomputed itself once per limit); queued behind pipeline_ranks.py",
-    "helpers/interactive/explorers.py": "the widgets' code comments are made by _comment (it "
-    "shared the name _said with code_text's reader of printed words); queued behind params.py",
 }
 
 _STATUS = re.compile(r"^\s*(\S+__mutmut_\d+): (.+)$")
