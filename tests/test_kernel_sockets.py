@@ -29,9 +29,12 @@ def test_nbval_kernel_in_another_folder_answers_over_its_own_unix_sockets(
     folder = tmp_path / "the notebook's folder"  # nbval runs the kernel in the notebook's folder
     folder.mkdir()
     manager, client = nbval_as_installed.start_new_kernel(kernel_name="python3", cwd=str(folder))
+    printed = []
     try:
-        reply = client.execute_interactive(ASK, timeout=60, output_hook=lambda _: None)
+        reply = client.execute_interactive(ASK, timeout=60, output_hook=printed.append)
         assert reply["content"]["status"] == "ok"
+        text = next(m["content"]["text"] for m in printed if m["msg_type"] == "stream")
+        assert json.loads(text)["transport"] == "ipc"  # the connection file the kernel read
         info = manager.get_connection_info()
         sockets = [Path(f"{info['ip']}-{info[f'{c}_port']}") for c in ("shell", "iopub", "hb")]
         assert info["transport"] == "ipc" and Path(info["ip"]).is_absolute()
@@ -70,16 +73,3 @@ def test_a_changed_nbval_is_named_rather_than_patched(nbval_as_installed, monkey
     monkeypatch.setattr(nbval.kernel, "KernelManager", object)
     with pytest.raises(RuntimeError, match=r"tests/kernel_sockets\.py needs another way"):
         kernel_sockets.use_unix_sockets_in_nbval()
-
-
-def test_the_connection_file_the_kernel_read_says_ipc(nbval_as_installed, tmp_path):
-    kernel_sockets.use_unix_sockets_in_nbval()
-    manager, client = nbval_as_installed.start_new_kernel(kernel_name="python3", cwd=str(tmp_path))
-    printed = []
-    try:
-        client.execute_interactive(ASK, timeout=60, output_hook=printed.append)
-    finally:
-        client.stop_channels()
-        manager.shutdown_kernel()
-    text = next(m["content"]["text"] for m in printed if m["msg_type"] == "stream")
-    assert json.loads(text)["transport"] == "ipc"

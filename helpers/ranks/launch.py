@@ -70,9 +70,14 @@ def report_status(**status: Any) -> None:
     `step`, `phase` and `peer`); read by the launcher if the run fails. A no-op outside a rank."""
     _status.update(status)
     if _progress is not None:
-        tmp = _progress.with_suffix(".tmp")
-        tmp.write_text(json.dumps(_status))
-        tmp.replace(_progress)
+        _write_whole(_progress, json.dumps(_status))
+
+
+def _write_whole(path: Path, text: str) -> None:
+    """Write `text` beside `path`, then move it there: a reader never sees half of it."""
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(text)
+    tmp.replace(path)
 
 
 def doing(what: str) -> None:
@@ -112,8 +117,7 @@ def _group_store(folder: Path, rank: int, world_size: int, deadline: float) -> d
         store = dist.TCPStore(
             "127.0.0.1", 0, world_size, True, timeout=wait, wait_for_workers=False
         )
-        (folder / "store.port.tmp").write_text(str(store.port))
-        (folder / "store.port.tmp").replace(written)  # atomic: never half a number
+        _write_whole(written, str(store.port))
         return store
     give_up = time.monotonic() + deadline
     while not written.exists():
