@@ -1,13 +1,16 @@
-"""For tests that start a server on this machine: a free port, and the status a URL answers."""
+"""For tests that start a server on this machine: a free port, the port a Jupyter server got, the
+status a URL answers."""
 
+import json
 import os
 import signal
 import socket
 import subprocess
 import urllib.error
 import urllib.request
+from pathlib import Path
 
-__all__ = ["free_port", "http_status", "stop_process_group"]
+__all__ = ["free_port", "http_status", "jupyter_port", "stop_process_group"]
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -17,6 +20,19 @@ def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind((host, 0))
         return s.getsockname()[1]
+
+
+def jupyter_port(runtime: Path) -> int | None:
+    """The port a Jupyter server started with `--port=0` got from the system: read from the
+    jpserver-<pid>.json it writes into its runtime folder once it has bound it (None before).
+    A port chosen here and handed to the server could be taken by another program before the
+    server binds it; port 0 leaves no such gap."""
+    for info in runtime.glob("jpserver-*.json"):
+        try:
+            return int(json.loads(info.read_text())["port"])
+        except (ValueError, KeyError):
+            return None  # still being written
+    return None
 
 
 def http_status(url: str, timeout: float = 5) -> int:

@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.local_http import free_port, http_status, stop_process_group
+from tests.local_http import http_status, jupyter_port, stop_process_group
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture
 def lab(tmp_path):
-    port, token = free_port(), secrets.token_hex(8)
+    token = secrets.token_hex(8)
     env = dict(
         os.environ,
         JUPYTER_TOKEN=token,
@@ -26,19 +26,23 @@ def lab(tmp_path):
     log = tmp_path / "lab.log"
     with log.open("wb") as sink:
         proc = subprocess.Popen(
-            ["make", "-s", "lab", f"PORT={port}", "LAB_ARGS=--no-browser"],
+            ["make", "-s", "lab", "PORT=0", "LAB_ARGS=--no-browser"],
             cwd=ROOT,
             env=env,
             stdout=sink,
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-    base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 90
         while time.monotonic() < deadline:
             if proc.poll() is not None:
                 pytest.fail(f"make lab exited early: {log.read_text()[-2000:]}")
+            port = jupyter_port(tmp_path / "runtime")  # PORT=0: the system picks one
+            if port is None:
+                time.sleep(0.5)
+                continue
+            base = f"http://127.0.0.1:{port}"
             try:
                 if http_status(f"{base}/api/status?token={token}") == 200:
                     break

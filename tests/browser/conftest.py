@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from tests.ci import skip_or_fail
-from tests.local_http import free_port, http_status, stop_process_group
+from tests.local_http import http_status, jupyter_port, stop_process_group
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = Path(os.environ.get("AUTOGRAD_CHROMIUM", "/usr/bin/chromium"))
@@ -100,7 +100,7 @@ def lab(tmp_path_factory, chromium_path) -> Lab:
         path = settings / f"{plugin}.jupyterlab-settings"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(values))
-    port, token = free_port(), secrets.token_hex(16)
+    token = secrets.token_hex(16)
     env = dict(
         os.environ,
         JUPYTER_CONFIG_DIR=str(tmp / "config"),
@@ -118,7 +118,7 @@ def lab(tmp_path_factory, chromium_path) -> Lab:
         "--no-browser",
         "--allow-root",
         "--ip=127.0.0.1",
-        f"--port={port}",
+        "--port=0",  # the system picks a free port as it binds (tests/local_http.py says why)
         "--ServerApp.port_retries=0",
         f"--IdentityProvider.token={token}",
         "--LabApp.expose_app_in_browser=True",
@@ -131,10 +131,11 @@ def lab(tmp_path_factory, chromium_path) -> Lab:
         proc = subprocess.Popen(
             command, env=env, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True
         )
-    base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 90
-        while not _answers(f"{base}/api/status?token={token}"):
+        deadline, base = time.monotonic() + 90, ""
+        while not (base and _answers(f"{base}/api/status?token={token}")):
+            port = jupyter_port(tmp / "runtime")
+            base = f"http://127.0.0.1:{port}" if port else ""
             if proc.poll() is not None:
                 pytest.fail(f"jupyter lab exited early:\n{log.read_text()[-3000:]}")
             if time.monotonic() > deadline:
