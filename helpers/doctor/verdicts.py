@@ -165,9 +165,9 @@ class _Judge:
             mine = {key for key, p in record.parameters.items() if p.unregistered is None}
             if all(not (s.held & mine) for s in record.steps):
                 first = record.steps[0]
+                # no line: the one that built that optimizer ran before the block, unseen
                 return _verdict(
                     "other_model",
-                    None,  # the line that built it ran before the block: the doctor never saw it
                     optimizer=type(first.optimizer).__name__,
                     count=len(first.held),
                 )
@@ -180,16 +180,14 @@ class _Judge:
             message = say("common", "doctor.cleared_unseen")
             return Verdict("cleared_before_step", message, steps[0].location)
         if moved == 0:
-            lrs = sorted(
-                {
-                    g["lr"]
-                    for s in steps
-                    for g in s.optimizer.param_groups
-                    if any(p is r.tensor for p in g["params"]) and "lr" in g
-                }
-            )
-            if lrs and not any(lrs):
-                return _verdict("not_moved", steps[0].location, lr=", ".join(map(str, lrs)))
+            lrs = [
+                g["lr"]
+                for s in steps
+                for g in s.optimizer.param_groups
+                if any(p is r.tensor for p in g["params"]) and "lr" in g
+            ]
+            if lrs and not any(lrs):  # every learning rate that applies to it is 0
+                return _verdict("not_moved", steps[0].location, lr=lrs[0])
             largest = float(r.incoming.abs().max())
             return _verdict(
                 "rounded_away",
@@ -198,7 +196,7 @@ class _Judge:
                 dtype=str(r.tensor.dtype).removeprefix("torch."),
             )
         if r.accumulated:
-            return _verdict("accumulated", None, count=r.accumulated + 1)
+            return _verdict("accumulated", count=r.accumulated + 1)
         return _verdict("learned")
 
     def _why_no_gradient(self, r: ParameterRecord) -> Verdict:
@@ -208,14 +206,13 @@ class _Judge:
             return _verdict("no_backward")
         reached_by_graph = [b for b in record.backwards if not b.no_graph]
         cut = self._first_cut(r, intentional=False)
-        cut_text = _describe(cut) if cut is not None else ""
         if record.backwards and not reached_by_graph:
             flagged = next(b.flagged for b in record.backwards if b.no_graph)
-            real = say("common", "doctor.real_cut", cut=cut_text) if cut is not None else ""
+            real = say("common", "doctor.real_cut", cut=_describe(cut)) if cut is not None else ""
             return _verdict("loss_flag", flagged, real_cut=real)
         if cut is not None:
             where = cut.grad_off_at if cut.grad_off_at is not None else cut.location
-            return _verdict("cut", where, how=cut_text)
+            return _verdict("cut", where, how=_describe(cut))
         if failed is not None or record.error is not None:
             error = failed.error if failed is not None else record.error
             where = failed.at if failed is not None else record.error_at
@@ -265,11 +262,10 @@ def _describe(cut: Cut) -> str:
     """How a cut cut: `.detach()`, `torch.no_grad()` entered at a line, `.item()`, ..."""
     if cut.inference:
         return say("common", "doctor.how_inference", call=cut.call)
-    if cut.grad_off_at is not None or cut.decorated is not None:
-        if cut.decorated:
-            return say("common", "doctor.how_decorated", function=cut.decorated)
-        where = cut.grad_off_at.label if cut.grad_off_at else "?"
-        return say("common", "doctor.how_no_grad", call=cut.call, where=where)
+    if cut.decorated:
+        return say("common", "doctor.how_decorated", function=cut.decorated)
+    if cut.grad_off_at is not None:
+        return say("common", "doctor.how_no_grad", call=cut.call, where=cut.grad_off_at.label)
     if cut.call == "data":
         return say("common", "doctor.how_data")
     if cut.call == "detach":

@@ -4,6 +4,8 @@ by hand. tests/test_doctor.py runs the three together on every zoo case."""
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from helpers.doctor import report
@@ -17,6 +19,7 @@ from helpers.doctor.record import (
     Step,
     reach,
 )
+from helpers.doctor.unregistered import Unregistered
 from helpers.doctor.verdicts import Conclusion, Finding, Judged, Verdict, conclude
 
 CUT_AT = Location("/nowhere/train.py", 7, "main")
@@ -332,6 +335,156 @@ def test_parameters_with_the_same_verdict_make_one_finding():
     assert "(RuntimeError: boom)" in finding.message
 
 
+def cut_by(cut: Cut, **fields) -> Verdict:
+    """The verdict of b, whose values reach the loss only through `cut`."""
+    b = torch.ones(1, requires_grad=True)
+    cut.inputs = [b]
+    fields.setdefault("backwards", [Backward(at=BACKWARD_AT, through_cuts=frozenset({0}))])
+    record = Record(parameters={id(b): parameter("b", b)}, cuts=[cut], **fields)
+    return conclude(record).verdicts["b"]
+
+
+def how(cut: Cut) -> str:
+    message = cut_by(cut).message
+    return message.removeprefix("no gradient: its path to the loss was cut by ").removesuffix(".")
+
+
+def test_each_kind_of_cut_is_named_in_words():
+    assert how(Cut("mul", CUT_AT, [], inference=True)) == ("`mul()` under `torch.inference_mode()`")
+    assert how(Cut("mul", CUT_AT, [], grad_off_at=STEP_AT)) == (
+        "`mul()` under `torch.no_grad()` (entered at train.py:10)"
+    )
+    assert how(Cut("item", CUT_AT, [])) == "`.item()`, which leaves torch for a Python value"
+    assert how(Cut("to", CUT_AT, [], dtype=torch.int64)) == (
+        "`to()` to int64: integers carry no gradient"
+    )
+    for dtype in (None, torch.float32, torch.complex64):  # not integers: another kind of cut
+        assert how(Cut("sum", CUT_AT, [], dtype=dtype)) == (
+            "`sum()`, whose result does not require grad"
+        )
+
+
+def test_a_cut_no_loss_came_through_is_passed_over_for_the_next():
+    b = torch.ones(1, requires_grad=True)
+    record = Record(
+        parameters={id(b): parameter("b", b)},
+        backwards=[Backward(at=BACKWARD_AT, through_cuts=frozenset({1}))],
+        cuts=[Cut("item", STEP_AT, inputs=[b]), Cut("detach", CUT_AT, inputs=[b])],
+    )  # the first is a log line's .item(); the second is on the loss's path
+    assert conclude(record).verdicts["b"].location == CUT_AT
+
+
+def test_a_hand_off_leaf_needs_the_cuts_shape_and_values():
+    other_values = [torch.full((1,), 2.0, requires_grad=True)]
+    assert cut_by(Cut("detach", CUT_AT, []), handoff_leaves=other_values).cause == "cut"
+    same_values = [torch.ones(1, requires_grad=True)]
+    verdict = cut_by(Cut("detach", CUT_AT, []), handoff_leaves=same_values)
+    assert verdict.cause == "handoff_not_called" and verdict.location == CUT_AT
+
+
+def test_a_loss_flagged_by_hand_names_the_real_cut_only_when_there_is_one():
+    b = torch.ones(1, requires_grad=True)
+    flagged = [Backward(BACKWARD_AT, no_graph=True, flagged=STEP_AT, through_cuts=frozenset({0}))]
+    record = Record(parameters={id(b): parameter("b", b)}, backwards=flagged)
+    verdict = conclude(record).verdicts["b"]
+    assert verdict.location == STEP_AT and verdict.message.endswith("stopped at the loss.")
+    with_cut = cut_by(Cut("detach", CUT_AT, []), backwards=flagged)
+    assert with_cut.message.endswith("stopped at the loss. The real cut: `.detach()`.")
+
+
+def test_an_error_without_words_is_named_by_its_type():
+    b = torch.ones(1, requires_grad=True)
+    record = Record(parameters={id(b): parameter("b", b)}, error=KeyError(), error_at=CUT_AT)
+    assert "(KeyError)" in conclude(record).verdicts["b"].message
+
+
+def test_a_module_never_called_is_named_in_full_and_only_when_it_was_not_called():
+    w = torch.ones(1, requires_grad=True)
+    parameters = {id(w): parameter("encoder.layer.weight", w)}
+    modules = {"encoder": torch.nn.Identity(), "encoder.layer": torch.nn.Identity()}
+    record = Record(parameters=parameters, modules=modules, backwards=[Backward(BACKWARD_AT)])
+    assert (
+        "its module `encoder.layer` was built"
+        in conclude(record).verdicts["encoder.layer.weight"].message
+    )
+    record.called = {"encoder", "encoder.layer"}
+    assert conclude(record).verdicts["encoder.layer.weight"].cause == "unused"
+
+
+def stepped(gradient: torch.Tensor, before: torch.Tensor | None = None, **fields) -> Record:
+    """A record of w getting `gradient` and one SGD step (lr 0.1) holding it."""
+    w = torch.ones(gradient.shape, requires_grad=True)
+    optimizer = fields.pop("optimizer", torch.optim.SGD([w], lr=0.1))
+    if before is None:
+        before = w.detach().clone()
+    return Record(
+        parameters={id(w): parameter("w", w, before=before, incoming=gradient)},
+        backwards=[Backward(BACKWARD_AT)],
+        steps=[Step(optimizer, STEP_AT, held={id(w)}, cleared=set())],
+        **fields,
+    )
+
+
+def test_an_infinite_and_a_nan_gradient_are_told_apart():
+    (inf,) = conclude(stepped(torch.tensor([math.inf]))).parameters
+    assert inf.kind == "inf" and inf.verdict == Verdict(
+        "nonfinite",
+        "its gradient holds inf. The first backward function that turned finite gradients into a "
+        "NaN or an infinity: ?, made by this line of the forward pass.",  # ?: no node was seen
+        None,
+    )
+    (nan,) = conclude(stepped(torch.tensor([math.nan, math.inf]))).parameters
+    assert nan.kind == "NaN"
+
+
+def test_an_empty_parameter_moved_by_nothing():
+    (empty,) = conclude(stepped(torch.ones(0))).parameters
+    assert empty.moved == 0.0
+
+
+def test_a_parameter_the_step_did_not_move_blames_its_own_learning_rate_or_rounding():
+    w = torch.ones(1, requires_grad=True)
+    other = torch.ones(1, requires_grad=True)
+    frozen_lr = torch.optim.SGD([{"params": [w], "lr": 0.0}, {"params": [other], "lr": 0.1}])
+    record = stepped(torch.ones(1), optimizer=frozen_lr)
+    record.parameters = {id(w): parameter("w", w, incoming=torch.ones(1))}
+    record.steps[0].held = {id(w), id(other)}
+    (judged,) = conclude(record).parameters
+    assert judged.verdict == Verdict(
+        "not_moved",
+        "it got a nonzero gradient and the optimizer holds it, but the step did not move it: "
+        "its learning rate is 0.0.",
+        STEP_AT,
+    )
+    (tiny,) = conclude(stepped(torch.tensor([3e-9]))).parameters
+    assert tiny.verdict.location == STEP_AT
+    assert tiny.verdict.message.startswith(
+        "its gradient is so small (largest entry 3.0e-09) that the step is lost in rounding: "
+        "float32 keeps"
+    )
+
+
+def test_a_gradient_the_optimizer_does_not_hold_points_at_its_step():
+    record = stepped(torch.ones(1))
+    other = torch.ones(1, requires_grad=True)
+    record.parameters[id(other)] = parameter("other", other, incoming=torch.ones(1))
+    verdict = conclude(record).verdicts["other"]
+    assert verdict.cause == "not_in_optimizer" and verdict.location == STEP_AT
+
+
+def test_an_unregistered_tensor_is_judged_once_the_step_used_it_or_it_got_a_gradient():
+    t = torch.ones(1, requires_grad=True)
+    held = Unregistered("scale", t, "tensor", "self.scale", "nn.Parameter", CUT_AT)
+    for used in ({"first_use": CUT_AT}, {"incoming": torch.ones(1)}, {}):
+        record = Record(parameters={id(t): parameter("scale", t, unregistered=held, **used)})
+        judged = [p.name for p in conclude(record).parameters]
+        assert judged == (["scale"] if used else [])
+
+
+def test_a_finding_without_a_line_is_its_parameters_and_message():
+    assert str(Finding("unused", ("w", "b"), "never used.")) == "w, b: never used."
+
+
 # -- report, from a conclusion made by hand ----------------------------------------------------
 
 
@@ -345,6 +498,7 @@ def test_the_report_shows_a_hand_made_conclusion():
         [finding],
     )
     rows = report.table(conclusion)
+    assert rows.title == "One training step, parameter by parameter"
     assert rows.column("gradient") == ["finite", "None"]
     assert rows.column("optimizer") == ["SGD, Adam", "none"]
     assert rows.column("verdict") == ["learned", "graph cut"]
@@ -360,4 +514,8 @@ def test_the_report_shows_a_hand_made_conclusion():
         "<code>.detach()</code> &amp; more.<br><small>train.py:7</small> <code></code></li></ul>"
     )
     assert report.as_html(rows, "S", []) == f"{rows._repr_html_()}<p>S</p>"
+    note = Finding("frozen", ("c",), "frozen.")  # a note, with no line
+    assert report.as_html(rows, "S", [finding, note]).endswith(
+        "<code></code></li><li>ℹ️ <b>c</b>: frozen.</li></ul>"
+    )
     assert report.unfinished_html("ready") == "&lt;doctor checkup: ready&gt;"
