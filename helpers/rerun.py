@@ -84,7 +84,7 @@ def explain(
     if len(history) < 2:
         return None
     current, earlier = history[-1], history[1:-1]
-    frame_line = _cell_line(tb, current)
+    frame_line = _cell_line(tb)
     statement = _statement(current, frame_line) if frame_line else None
     rerun = _rerun_note(current, earlier, failed, _loaded(statement))
     backward_twice = isinstance(error, RuntimeError) and _BACKWARD_TWICE in str(error)
@@ -136,7 +136,7 @@ def _rerun_note(current: str, earlier: list[str], failed: Any, reads: list[str])
     return ""
 
 
-def _cell_line(tb: Any, current: str) -> int | None:
+def _cell_line(tb: Any) -> int | None:
     """The line of the current cell where the error passed (its innermost frame in the cell)."""
     line = None
     while tb is not None:

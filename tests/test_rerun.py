@@ -3,6 +3,8 @@ tests/test_rerun_notebooks.py runs the course's notebooks twice, cell by cell)."
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import pytest
 import torch
 
@@ -124,6 +126,9 @@ def test_an_error_of_a_rerun_cell_is_explained_even_when_not_an_assert(ns):
         ("torch.autograd.grad(out, x)", "out"),
         ("f2.backward(ff2.grad)", "f2"),
         ("torch.autograd.backward(loss)", "loss"),
+        ("autograd.grad(out, x)", "out"),  # from torch import autograd
+        ("print(x, y.backward())", "y"),  # a call around it is not where backward starts
+        ("torch.autograd.gradcheck(f, x)", None),  # autograd, but no backward
     ],
 )
 def test_the_name_backward_starts_from(line, root):
@@ -161,3 +166,90 @@ def test_install_sets_one_handler_once():
     shell = Shell()
     assert install(shell) and install(shell)
     assert len(calls) == 1 and calls[0][0] == (Exception,)
+
+
+class Compiler:
+    _filename_map: ClassVar[dict[str, int]] = {"/tmp/ipykernel_9/cell.py": 3}
+
+
+class Kernel:
+    """What helpers.rerun asks of IPython's shell: its compiler's cell files, its handler."""
+
+    compile = Compiler()
+
+    def __init__(self):
+        self.handlers = []
+
+    def set_custom_exc(self, exceptions, handler):
+        self.handlers.append((exceptions, handler))
+
+
+def test_a_cell_is_a_file_the_kernel_compiled_or_named_like_one(monkeypatch):
+    from helpers.rerun import _cell_file
+
+    assert _cell_file("<ipython-input-3-abc>") and _cell_file("/tmp/ipykernel_1/12.py")
+    assert not _cell_file("/home/me/train.py")
+    monkeypatch.setattr("IPython.get_ipython", lambda: Kernel())  # in a kernel, its own list
+    assert _cell_file("/tmp/ipykernel_9/cell.py")
+    assert not _cell_file("/tmp/ipykernel_1/12.py") and not _cell_file("<ipython-input-3-abc>")
+
+
+def test_install_finds_the_kernel_it_runs_in(monkeypatch):
+    kernel = Kernel()
+    monkeypatch.setattr("IPython.get_ipython", lambda: kernel)
+    assert install() is True
+    ((exceptions, handler),) = kernel.handlers
+    assert exceptions == (Exception,) and callable(handler)
+    assert install(object()) is False  # a shell that takes no handler
+
+
+def test_an_error_without_words_is_named_by_its_type(ns):
+    cell = "assert w.sum() == 3"
+    error, tb = failing(cell, ns)
+    lines, _ = explain(error, tb, ["", cell])  # the first cell: a history of one
+    assert lines[:2] == ["What happened:", "AssertionError"]
+
+
+@pytest.mark.parametrize(
+    ("message", "shown"),
+    [
+        ("a" * 80 + ". More.", "a" * 80 + ". More."),  # short: whole
+        ("b" * 97 + ". d", "b" * 97 + ". d"),  # 100 characters: whole
+        ("c" * 98 + ". d", "c" * 98 + "."),  # 101: cut after its first sentence
+        ("e" * 99 + " no sentence ends", "e" * 99 + " no sentence ends"),
+    ],
+)
+def test_a_long_message_is_cut_at_its_first_sentence(message, shown, ns):
+    cell = f"assert False, {message!r}"
+    error, tb = failing(cell, ns)
+    lines, _ = explain(error, tb, [*HISTORY, cell])
+    assert lines[1] == f"AssertionError: {shown}"
+
+
+def test_only_the_backward_error_is_told_as_one(ns):
+    cell = "torch.ones(2) @ torch.ones(3)"
+    error, tb = failing(cell, ns)  # a RuntimeError of another kind, in a cell run again
+    lines, complete = explain(error, tb, [*HISTORY, cell, cell])
+    assert not complete and not any("walked the graph" in line for line in lines)
+
+
+def test_a_backward_error_from_no_cell_line_names_no_graph(ns):
+    exec("loss.backward()", ns)
+    error, _ = failing("loss.backward()", ns)
+    lines, complete = explain(error, None, [*HISTORY, "loss.backward()"])  # no traceback
+    assert complete and "walked the graph of ? a second time" in lines[2]
+
+
+def test_an_assert_outside_the_cells_lines_is_the_learners_own(ns):
+    assert explain(AssertionError("x"), None, [*HISTORY, "f()"]) is None
+
+
+def test_a_check_that_fails_in_a_function_or_a_loop_is_shown_at_the_cells_line(ns):
+    cell = "def check():\n    assert False\n\ncheck()"
+    error, tb = failing(cell, ns)
+    lines, _ = explain(error, tb, [*HISTORY, cell])
+    assert lines[2] == "The check that failed: check()"
+    cell = "for i in range(2):\n    assert i == 5,\\\n        'no'"
+    error, tb = failing(cell, ns)
+    lines, _ = explain(error, tb, [*HISTORY, cell])
+    assert lines[2] == "The check that failed: assert i == 5,\\ 'no'"

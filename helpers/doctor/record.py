@@ -106,9 +106,11 @@ def _first_line(filename: str) -> str:
     return "?"
 
 
-def _learner_location(frame: Any = None) -> Location | None:
-    """The innermost frame of the learner's code on the stack (not torch, helpers or Python's)."""
-    frame = frame or sys._getframe(1)
+def _learner_location() -> Location | None:
+    """The innermost frame of the learner's code on the stack (not torch, helpers or Python's).
+    The walk starts at its caller's frame: every frame of the doctor and of torch between there
+    and the learner's line is skipped, so no caller has to count how deep it is called."""
+    frame = sys._getframe(1)
     while frame is not None:
         if _is_learners(frame):
             return Location(frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name)
@@ -116,8 +118,10 @@ def _learner_location(frame: Any = None) -> Location | None:
     return None
 
 
-def _decorated_function(frame: Any) -> str | None:
-    """The function a grad-mode decorator wraps, when the grad mode was switched by one."""
+def _decorated_function() -> str | None:
+    """The function a grad-mode decorator wraps, when the grad mode was switched by one (the walk
+    starts at its caller's frame and stops at the learner's)."""
+    frame = sys._getframe(1)
     while frame is not None:
         # torch's decorator wrapper (its frame is renamed after the grad mode from torch 2.15)
         in_wrapper = frame.f_globals.get("__name__") == "torch.utils._contextlib"
@@ -255,9 +259,10 @@ class _Watch(TorchFunctionMode):
         name = _call_name(func)
         if name == "backward":
             return recorder._backward(func, args, kwargs)
+        if func is torch.autograd.grad:
+            return recorder._grad_call(func, args, kwargs)
         if name == "_set_grad_enabled" and args and args[0] is False:
-            frame = sys._getframe(1)
-            recorder._grad_off = (_learner_location(frame), _decorated_function(frame))
+            recorder._grad_off = (_learner_location(), _decorated_function())
         result = func(*args, **kwargs)
         if not recorder._in_step:
             recorder._saw(name, args, kwargs, result)
@@ -276,7 +281,7 @@ class Recorder:
         self._named = named
         self._modules = modules
         self._unregistered = list(unregistered)
-        self.record = Record(modules=modules)
+        self.record: Record  # filled from start() to stop()
 
     def start(self) -> None:
         """Hooks on, the watch on: from here every call of the block is seen."""
@@ -286,6 +291,7 @@ class Recorder:
         self._grad_off: tuple[Location | None, str | None] = (None, None)
         self._in_step = False
         self._busy = False
+        self._handed_back = False  # inside torch.autograd.grad
         self._origin: dict[Any, Location | None] = {}
         self._reach_cache: dict[Any, frozenset[int]] = {}
         #: id of a tensor made from a cut's result -> (a weak reference to it, those cuts)
@@ -311,7 +317,7 @@ class Recorder:
 
     def stop(self, exc_type: Any, exc: BaseException | None, tb: Any) -> Record:
         """The watch off, every hook removed; the record, with the error the block raised."""
-        self._mode.__exit__(exc_type, exc, tb)
+        self._mode.__exit__(None, None, None)  # a mode's exit does not look at the error
         for handle in self._handles:
             handle.remove()
         self.record.error = exc
@@ -344,6 +350,8 @@ class Recorder:
             self._handles.append(tensor.register_hook(lambda g, p=parameter: self._arrives(p, g)))
 
     def _arrives(self, parameter: ParameterRecord, grad: torch.Tensor) -> None:
+        if self._handed_back:  # torch.autograd.grad's: it passes the hook, but not into .grad
+            return
         self._busy = True
         try:
             self._record_arrival(parameter, grad)
@@ -365,7 +373,7 @@ class Recorder:
 
     def _backward(self, func: Any, args: tuple, kwargs: dict) -> Any:
         root = args[0] if args else kwargs.get("self")
-        location = _learner_location(sys._getframe(2))
+        location = _learner_location()
         entry = Backward(at=location)
         if isinstance(root, torch.Tensor):
             if (
@@ -390,6 +398,18 @@ class Recorder:
         finally:
             for handle in hooks:
                 handle.remove()
+
+    def _grad_call(self, func: Any, args: tuple, kwargs: dict) -> Any:
+        """torch.autograd.grad hands its gradients back instead of adding them to .grad: the
+        parameters' hooks see them pass, yet none arrives."""
+        self._handed_back = True
+        try:
+            result = func(*args, **kwargs)
+        finally:
+            self._handed_back = False
+        if not self._in_step:
+            self._saw("grad", args, kwargs, result)
+        return result
 
     def _wrong_handoff(self, root: torch.Tensor, gradient: torch.Tensor) -> frozenset[int]:
         """When `root.backward(leaf.grad)` is handed the gradient of a cut leaf whose values are not
@@ -465,7 +485,7 @@ class Recorder:
         else:
             return
         if found is not None and found.waiting == "block" and found.cleared_at is None:
-            found.cleared_at = _learner_location(sys._getframe(3))
+            found.cleared_at = _learner_location()
 
     def _saw(self, name: str, args: tuple, kwargs: dict, result: Any) -> None:
         self._carry_cuts(name, args, kwargs, result)
@@ -473,7 +493,7 @@ class Recorder:
             self._clears(name, args)
         if name == "requires_grad=":
             if len(args) > 1 and args[1] is True and isinstance(args[0], torch.Tensor):
-                self._flagged[id(args[0])] = _learner_location(sys._getframe(2))
+                self._flagged[id(args[0])] = _learner_location()
                 self.record.handoff_leaves.append(args[0])
             return
         if name == "requires_grad_" and isinstance(result, torch.Tensor) and result.is_leaf:
@@ -486,14 +506,14 @@ class Recorder:
         for t in inputs:
             parameter = self.record.parameters.get(id(t))
             if parameter is not None and parameter.first_use is None:
-                parameter.first_use = _learner_location(sys._getframe(2))
+                parameter.first_use = _learner_location()
         if not any(t.requires_grad for t in inputs):
             return
         outputs = [t for t in tree_leaves(result) if isinstance(t, torch.Tensor)]
         if any(t.requires_grad for t in outputs):
             for t in outputs:
                 if t.grad_fn is not None and t.grad_fn not in self._origin:
-                    self._origin[t.grad_fn] = _learner_location(sys._getframe(2))
+                    self._origin[t.grad_fn] = _learner_location()
             return
         if not outputs and name not in CALLS_TO_PYTHON:
             return
@@ -508,7 +528,7 @@ class Recorder:
         self.record.cuts.append(
             Cut(
                 call=name,
-                location=_learner_location(sys._getframe(2)),
+                location=_learner_location(),
                 inputs=[t for t in inputs if t.requires_grad],
                 grad_off_at=grad_off_at,
                 decorated=decorated,
@@ -537,9 +557,7 @@ class Recorder:
                 cleared.add(key)  # a zero gradient that arrived as zeros is told apart later
             if holds:
                 parameter.waiting = "stepped"
-        self.record.steps.append(
-            Step(optimizer, _learner_location(sys._getframe(1)), held, cleared)
-        )
+        self.record.steps.append(Step(optimizer, _learner_location(), held, cleared))
 
     def _step_ends(self, *_: Any) -> None:
         self._in_step = False

@@ -680,7 +680,14 @@ def test_a_notebook_cell_is_named_by_its_first_line_of_code(monkeypatch):
     import linecache
 
     class Compiler:
-        _filename_map: ClassVar[dict[str, int]] = {CELL: 7, LONG: 8}
+        _filename_map: ClassVar[dict[str, object]] = {
+            CELL: 7,
+            LONG: 8,
+            FORTY: 9,
+            COMMENTS: 10,
+            FORTY_ONE: 11,
+            "/tmp/odd.py": "11",  # not a cell number: a file
+        }
 
     class Shell:
         compile = Compiler()
@@ -689,6 +696,11 @@ def test_a_notebook_cell_is_named_by_its_first_line_of_code(monkeypatch):
     long_first = ["optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"]
     monkeypatch.setitem(linecache.cache, CELL, (0, None, lines, CELL))
     monkeypatch.setitem(linecache.cache, LONG, (0, None, long_first, LONG))
+    forty = "x" * 36 + " = 1\n"  # 40 characters: shown whole
+    monkeypatch.setitem(linecache.cache, FORTY, (0, None, [forty], FORTY))
+    forty_one = "y" * 37 + " = 1\n"  # 41: cut to 39 and an ellipsis
+    monkeypatch.setitem(linecache.cache, FORTY_ONE, (0, None, [forty_one], FORTY_ONE))
+    monkeypatch.setitem(linecache.cache, COMMENTS, (0, None, ["# only\n"], COMMENTS))
     monkeypatch.setattr("IPython.get_ipython", lambda: Shell())
     assert Location(CELL, 4, "<module>").label == 'the cell "model = Net()", line 4'
     assert str(Location(CELL, 4, "<module>")) == 'the cell "model = Net()", line 4: loss.backward()'
@@ -696,9 +708,15 @@ def test_a_notebook_cell_is_named_by_its_first_line_of_code(monkeypatch):
         'the cell "optimizer = torch.optim.SGD(model.param…", line 1'
     )
     assert Location("/home/me/train.py", 40, "main").label == "train.py:40"
+    assert Location(FORTY, 1, "<module>").label == f'the cell "{forty.strip()}", line 1'
+    assert Location(FORTY_ONE, 1, "<module>").label == f'the cell "{"y" * 37} =…", line 1'
+    assert Location(COMMENTS, 1, "<module>").label == 'the cell "?", line 1'
+    assert Location("/tmp/odd.py", 2, "<module>").label == "odd.py:2"
 
 
 CELL, LONG = "/tmp/ipykernel_1/123.py", "/tmp/ipykernel_1/456.py"
+FORTY, COMMENTS = "/tmp/ipykernel_1/789.py", "/tmp/ipykernel_1/012.py"
+FORTY_ONE = "/tmp/ipykernel_1/345.py"
 
 
 def test_the_report_shows_as_html():

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 
+import pytest
 import torch
 
 from helpers.doctor import report
@@ -273,6 +274,94 @@ def test_only_a_tensor_switched_on_by_hand_is_a_hand_off_leaf():
 
     leaves = recorded(block, {"w": w}).handoff_leaves
     assert len(leaves) == 1 and leaves[0] is on
+
+
+def test_gradients_handed_back_by_autograd_grad_do_not_arrive():
+    w = torch.tensor([1.0, 2.0], requires_grad=True)
+
+    def block():
+        torch.autograd.grad((w * 3).sum(), [w])  # returned, .grad untouched
+        (w * 2).sum().backward()
+
+    p = recorded(block, {"w": w}).parameters[id(w)]
+    assert torch.equal(p.incoming, torch.full((2,), 2.0)) and p.accumulated == 0
+
+
+def test_torch_autograd_backward_of_several_losses_is_followed_like_tensor_backward():
+    w = torch.tensor([1.0, 2.0], requires_grad=True)
+    w.grad = torch.ones(2)  # left over from before the block
+
+    def block():
+        torch.autograd.backward([(w * 2).sum(), (w * 3).sum()])
+
+    p = recorded(block, {"w": w}).parameters[id(w)]
+    assert torch.equal(p.incoming, torch.full((2,), 5.0)) and p.leftover
+
+
+# torch warns of the cycle a gradient with a graph makes with its parameter: wanted here
+@pytest.mark.filterwarnings("ignore:Using backward\\(\\) with create_graph=True")
+def test_the_doctors_own_work_on_gradients_with_a_graph_is_not_recorded():
+    w = torch.tensor([1.0, 2.0], requires_grad=True)
+    optimizer = torch.optim.SGD([w], lr=0.1)
+
+    def block():
+        (w**3).sum().backward(create_graph=True)  # gradients that require grad themselves
+        optimizer.step()
+
+    record = recorded(block, {"w": w})
+    assert record.cuts == [] and record.parameters[id(w)].incoming.requires_grad is False
+
+
+def test_a_tensor_a_call_hands_back_unchanged_keeps_the_line_that_made_it():
+    w = torch.tensor([1.0, 0.0], requires_grad=True)
+
+    def block():
+        root = torch.sqrt(w)  # made here: infinite gradient at 0
+        root.contiguous().sum().backward()  # the same tensor, handed back
+
+    name, where = recorded(block, {"w": w}).first_nonfinite
+    assert name == "SqrtBackward0" and where.code.startswith("root = torch.sqrt(w)")
+
+
+def test_a_tensor_made_from_nothing_does_not_come_from_a_python_value():
+    w = torch.tensor([1.0, 2.0], requires_grad=True)
+
+    def block():
+        print((w * 2).sum().item())  # a log line: a Python-value cut
+        ((w * 3).sum() * torch.ones(1)).sum().backward()  # ones() is not made from that value
+
+    (backward,) = recorded(block, {"w": w}).backwards
+    assert backward.through_cuts == frozenset()
+
+
+def test_code_run_with_globals_of_its_own_is_the_learners():
+    w = torch.tensor([1.0, 2.0], requires_grad=True)
+    code = compile("y = (w * 2).detach()", "/nowhere/script.py", "exec")
+    (cut,) = recorded(lambda: exec(code, {"w": w}), {"w": w}).cuts  # no __name__ in them
+    assert cut.location == Location("/nowhere/script.py", 1, "<module>")
+
+
+def test_the_modules_whose_forward_ran_are_written_down():
+    used, unused = torch.nn.Linear(2, 1), torch.nn.Linear(2, 1)
+    recorder = Recorder({}, {"used": used, "unused": unused})
+    recorder.start()
+    try:
+        used(torch.ones(2))
+    finally:
+        record = recorder.stop(None, None, None)
+    assert record.called == {"used"}
+
+
+def test_grad_off_is_where_grad_was_switched_off_not_where_false_was_passed():
+    w = torch.tensor([1.0, 2.0], requires_grad=True)
+
+    def block():
+        with torch.no_grad():
+            torch.tensor(False)  # a call whose first argument is False
+            return w * 2
+
+    (cut,) = [c for c in recorded(block, {"w": w}).cuts if c.inputs]
+    assert cut.grad_off_at.code == "with torch.no_grad():"
 
 
 def test_a_parameter_without_a_gradient_waits_for_nothing():
