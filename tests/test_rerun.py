@@ -3,6 +3,7 @@ tests/test_rerun_notebooks.py runs the course's notebooks twice, cell by cell)."
 
 from __future__ import annotations
 
+import sys
 from typing import ClassVar
 
 import pytest
@@ -152,8 +153,12 @@ def test_the_explanation_speaks_the_notebooks_language(ns):
     assert lines[-1].startswith("要重新运行它，请再次运行 In [2]")
 
 
-def test_install_outside_a_kernel_does_nothing():
+def test_install_outside_a_kernel_does_nothing(monkeypatch):
+    from helpers.rerun import _cell_file
+
     assert install() is False
+    monkeypatch.delitem(sys.modules, "IPython", raising=False)  # a script that never imported it
+    assert install() is False and _cell_file("<ipython-input-1-abc>")
 
 
 def test_install_sets_one_handler_once():
@@ -253,3 +258,146 @@ def test_a_check_that_fails_in_a_function_or_a_loop_is_shown_at_the_cells_line(n
     error, tb = failing(cell, ns)
     lines, _ = explain(error, tb, [*HISTORY, cell])
     assert lines[2] == "The check that failed: assert i == 5,\\ 'no'"
+
+
+def test_a_cell_run_again_is_found_however_early_it_first_ran(ns):
+    cell = "assert w.sum() == 3"
+    error, tb = failing(cell, ns)
+    lines, _ = explain(error, tb, ["", cell, "x = 1", cell])
+    assert "This cell ran before, as In [1]" in lines[3]
+
+
+def test_a_cell_that_failed_the_first_time_too_looks_further_back(ns):
+    cell = "assert w.grad is None"
+    exec("loss.backward()", ns)
+    error, tb = failing(cell, ns)
+    history = [*HISTORY, "loss.backward()", "loss.backward()", cell, cell]
+    lines, _ = explain(error, tb, history, failed={6})  # In [6] raised as well
+    assert not any(line.startswith("This cell ran before") for line in lines)
+    assert "Cell In [5] ran the same code as In [4]" in lines[3]
+
+
+def test_another_cell_run_twice_counts_only_when_the_failing_line_uses_what_it_made(ns):
+    twice = "loss = (w * 3).sum()\nloss.backward()"
+    exec(twice, ns)
+    cell = "assert w.grad is None"
+    error, tb = failing(cell, ns)
+    lines, _ = explain(error, tb, ["", twice, twice, "x = 1", cell])
+    assert "Cell In [2] ran the same code as In [1]" in lines[3]
+    lines, _ = explain(error, tb, ["", "x = 1", "x = 1", cell])  # x: not what it reads
+    assert not any(line.startswith("Cell In") for line in lines)
+
+
+def test_the_cell_to_run_from_follows_every_name_the_cell_reads(ns):
+    cell = "v = w * 2\nassert x == 4"  # fails on x; v is made from w, made before x
+    error, tb = failing(cell, {"w": 1, "x": 3})
+    lines, _ = explain(error, tb, ["", "w = torch.ones(2)", "x = 3", cell])
+    assert lines[-1].startswith("To run it again, run In [1] again, the cell that makes `w`")
+
+
+def test_of_two_names_one_cell_makes_the_failing_line_is_named_with_its_line(ns):
+    cell = "print(a)\nassert b == 3"
+    error, tb = failing(cell, {"a": 1, "b": 2})
+    lines, _ = explain(error, tb, ["", "a = 1\nb = 2", cell])
+    assert "run In [1] again, the cell that makes `b` (b = 2)" in lines[-1]
+
+
+def test_the_name_backward_starts_from_is_followed_even_when_the_cell_remakes_it(ns):
+    cell = "loss = (w * 3).sum()\nloss.backward()\nloss.backward()"
+    error, tb = failing(cell, ns)
+    history = ["", "import torch", "loss = torch.ones(1, requires_grad=True) * 2", "w = 1", cell]
+    lines, _ = explain(error, tb, history)
+    assert "run In [2] again, the cell that makes `loss`" in lines[-1]
+    lines, _ = explain(error, tb, [*history, cell])  # run twice: its first run is no maker
+    assert "run In [2] again, the cell that makes `loss`" in lines[-1]
+
+
+def test_the_name_backward_starts_from_comes_first_and_the_cells_own_names_are_not_followed(ns):
+    made = "h = 1\ny = (w * 2).sum()"
+    exec(made, ns)
+    cell = "z = h\ny.backward()\nprint(h, y.backward())"  # z: made here (and in In [1])
+    error, tb = failing(cell, ns)
+    lines, _ = explain(error, tb, ["", "z = 0", made, cell])
+    assert "run In [2] again, the cell that makes `y`" in lines[-1]
+
+
+def test_a_name_met_again_in_the_chain_does_not_end_it(ns):
+    cell = "assert y + q == 0"  # y <- x; q <- y and r; r was made first
+    error, tb = failing(cell, {"y": 2, "q": 3})
+    history = ["", "r = 1", "x = 2", "y = x", "q = y + r", cell]
+    lines, _ = explain(error, tb, history)
+    assert "run In [1] again, the cell that makes `r`" in lines[-1]
+
+
+def test_a_cell_run_twice_counts_through_what_made_its_names_before_it(ns):
+    twice = "b = b * 2"  # b was made from a, which the failing line reads
+    cell = "assert a == 2"
+    error, tb = failing(cell, {"a": 1})
+    lines, _ = explain(error, tb, ["", "a = 1", "b = a", twice, twice, cell])
+    assert "Cell In [4] ran the same code as In [3]" in lines[3]
+
+
+@pytest.mark.parametrize(
+    "cell",
+    [
+        "for _ in loss.backward():\n    pass",  # the line of a loop's header
+        "y = (\n    loss.backward())",  # the second line of a statement
+        "x = 1; loss.backward()",  # the second statement on the line
+    ],
+)
+def test_the_failing_statement_is_found_on_any_line_it_spans(cell, ns):
+    exec("loss.backward()", ns)
+    error, tb = failing(cell, ns)
+    lines, _ = explain(error, tb, [*HISTORY, cell])
+    assert "walked the graph of `loss` a second time" in lines[2]
+
+
+class Shell:
+    """What IPython hands the handler: its traceback maker, its namespace, its way to show."""
+
+    class InteractiveTB:
+        @staticmethod
+        def structured_traceback(etype, value, tb, tb_offset=None):
+            return [f"usual traceback of {etype.__name__}"]
+
+    def __init__(self, history):
+        self.user_ns = {"In": history}
+        self.shown = []
+
+    def _showtraceback(self, etype, value, lines):
+        self.shown.append(lines)
+
+
+def handle(shell, error, tb):
+    from helpers.rerun import _handler
+
+    return _handler(shell, type(error), error, tb)
+
+
+def test_the_handler_shows_the_explanation_instead_of_or_before_the_traceback(ns):
+    exec("loss.backward()", ns)
+    error, tb = failing("loss.backward()", ns)
+    shell = Shell([*HISTORY, "loss.backward()", "loss.backward()"])
+    shown = handle(shell, error, tb)
+    assert shell.shown == [shown] and shown[0] == "\x1b[1;31mWhat happened:\x1b[0m"
+    assert shown[-1].startswith("To run it again") and "usual traceback" not in shown[-1]
+    cell = "assert w.sum() == 3"
+    error, tb = failing(cell, ns)
+    shown = handle(Shell([*HISTORY, cell]), error, tb)  # a check: the traceback follows
+    assert shown[-2:] == ["", "usual traceback of AssertionError"]
+    error, tb = failing("undefined_name", ns)
+    assert handle(Shell([*HISTORY, "undefined_name"]), error, tb) == [
+        "usual traceback of NameError"
+    ]
+
+
+def test_the_handler_remembers_which_cells_failed_and_never_fails_itself(ns):
+    cell = "w.grad * 2"
+    error, tb = failing(cell, ns)
+    shell = Shell([*HISTORY, cell])
+    assert handle(shell, error, tb) == ["usual traceback of TypeError"]  # In [4] failed
+    shell.user_ns["In"] = [*HISTORY, cell, cell]
+    shown = handle(shell, error, tb)  # its first run failed too: it changed nothing
+    assert not any("This cell ran before" in line for line in shown)
+    shell.user_ns["In"] = [None, None, cell]  # no cell code the explainer can read
+    assert handle(shell, error, tb) == ["usual traceback of TypeError"]

@@ -283,8 +283,11 @@ def test_gradients_handed_back_by_autograd_grad_do_not_arrive():
         torch.autograd.grad((w * 3).sum(), [w])  # returned, .grad untouched
         (w * 2).sum().backward()
 
-    p = recorded(block, {"w": w}).parameters[id(w)]
+    record = recorded(block, {"w": w})
+    p = record.parameters[id(w)]
     assert torch.equal(p.incoming, torch.full((2,), 2.0)) and p.accumulated == 0
+    (cut,) = record.cuts  # what it hands back has no graph: a cut, as any such call
+    assert cut.call == "grad" and cut.location.code.startswith("torch.autograd.grad(")
 
 
 def test_torch_autograd_backward_of_several_losses_is_followed_like_tensor_backward():
