@@ -355,23 +355,28 @@ def test_the_failing_statement_is_found_on_any_line_it_spans(cell, ns):
 class Shell:
     """What IPython hands the handler: its traceback maker, its namespace, its way to show."""
 
-    class InteractiveTB:
-        @staticmethod
-        def structured_traceback(etype, value, tb, tb_offset=None):
-            return [f"usual traceback of {etype.__name__}"]
-
     def __init__(self, history):
         self.user_ns = {"In": history}
         self.shown = []
+        self.asked = []
+        self.InteractiveTB = self  # IPython's traceback maker, played by the shell itself
+
+    def structured_traceback(self, etype, value, tb, tb_offset=None):
+        self.asked.append((etype, value, tb, tb_offset))
+        return [f"usual traceback of {etype.__name__}"]
 
     def _showtraceback(self, etype, value, lines):
-        self.shown.append(lines)
+        self.shown.append((etype, value, lines))
 
 
 def handle(shell, error, tb):
+    """What the handler shows; it must pass IPython what it was handed, and show what it says."""
     from helpers.rerun import _handler
 
-    return _handler(shell, type(error), error, tb)
+    shown = _handler(shell, type(error), error, tb, tb_offset=2)
+    assert shell.asked[-1] == (type(error), error, tb, 2)
+    assert shell.shown[-1] == (type(error), error, shown)
+    return shown
 
 
 def test_the_handler_shows_the_explanation_instead_of_or_before_the_traceback(ns):
@@ -379,7 +384,12 @@ def test_the_handler_shows_the_explanation_instead_of_or_before_the_traceback(ns
     error, tb = failing("loss.backward()", ns)
     shell = Shell([*HISTORY, "loss.backward()", "loss.backward()"])
     shown = handle(shell, error, tb)
-    assert shell.shown == [shown] and shown[0] == "\x1b[1;31mWhat happened:\x1b[0m"
+    assert shown[:2] == [
+        "\x1b[1;31mWhat happened:\x1b[0m",
+        "RuntimeError: Trying to backward "
+        "through the graph a second time (or directly access saved tensors after they have already "
+        "been freed).",
+    ]
     assert shown[-1].startswith("To run it again") and "usual traceback" not in shown[-1]
     cell = "assert w.sum() == 3"
     error, tb = failing(cell, ns)
@@ -400,4 +410,10 @@ def test_the_handler_remembers_which_cells_failed_and_never_fails_itself(ns):
     shown = handle(shell, error, tb)  # its first run failed too: it changed nothing
     assert not any("This cell ran before" in line for line in shown)
     shell.user_ns["In"] = [None, None, cell]  # no cell code the explainer can read
+    assert handle(shell, error, tb) == ["usual traceback of TypeError"]
+    other = Shell([*HISTORY, cell, cell])  # another kernel: its cells have not failed
+    assert any("This cell ran before" in line for line in handle(other, error, tb))
+    broken = Shell(["", None, cell, cell])  # the explainer fails on a history it cannot read
+    assert handle(broken, error, tb) == ["usual traceback of TypeError"]
+    del shell.user_ns["In"]  # a shell without a history: nothing to explain
     assert handle(shell, error, tb) == ["usual traceback of TypeError"]
