@@ -1,16 +1,19 @@
-"""For tests that start a server on this machine: a free port, the port a Jupyter server got, the
-status a URL answers."""
+"""For tests that start a server on this machine: a free port, the address a Jupyter server got
+once it answers, the status a URL answers."""
 
 import json
 import os
 import signal
 import socket
 import subprocess
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
 
-__all__ = ["free_port", "http_status", "jupyter_port", "stop_process_group"]
+import pytest
+
+__all__ = ["free_port", "http_status", "jupyter_port", "stop_process_group", "wait_for_jupyter"]
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -33,6 +36,28 @@ def jupyter_port(runtime: Path) -> int | None:
         except (ValueError, KeyError):
             return None  # still being written
     return None
+
+
+def wait_for_jupyter(
+    proc: subprocess.Popen, what: str, runtime: Path, token: str, log: Path, seconds: float = 90
+) -> str:
+    """The address of the Jupyter server `proc` started with `--port=0`, once it answers with
+    `token`; the test fails, with the end of the server's log, if it exits first or does not
+    answer within `seconds`."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            pytest.fail(f"{what} exited early:\n{log.read_text()[-3000:]}")
+        port = jupyter_port(runtime)
+        if port is not None:
+            base = f"http://127.0.0.1:{port}"
+            try:
+                if http_status(f"{base}/api/status?token={token}", timeout=2) == 200:
+                    return base
+            except OSError:
+                pass  # bound, not answering yet
+        time.sleep(0.3)
+    pytest.fail(f"{what} did not answer within {seconds:g} s:\n{log.read_text()[-3000:]}")
 
 
 def http_status(url: str, timeout: float = 5) -> int:

@@ -3,12 +3,11 @@
 import os
 import secrets
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
 
-from tests.local_http import http_status, jupyter_port, stop_process_group
+from tests.local_http import http_status, stop_process_group, wait_for_jupyter
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -34,23 +33,7 @@ def lab(tmp_path):
             start_new_session=True,
         )
     try:
-        deadline = time.monotonic() + 90
-        while time.monotonic() < deadline:
-            if proc.poll() is not None:
-                pytest.fail(f"make lab exited early: {log.read_text()[-2000:]}")
-            port = jupyter_port(tmp_path / "runtime")  # PORT=0: the system picks one
-            if port is None:
-                time.sleep(0.5)
-                continue
-            base = f"http://127.0.0.1:{port}"
-            try:
-                if http_status(f"{base}/api/status?token={token}") == 200:
-                    break
-            except OSError:
-                pass  # not listening yet
-            time.sleep(0.5)
-        else:
-            pytest.fail("JupyterLab did not answer within 90 s")
+        base = wait_for_jupyter(proc, "make lab", tmp_path / "runtime", token, log)
         yield base, token
     finally:
         stop_process_group(proc)

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from tests.ci import skip_or_fail
-from tests.local_http import http_status, jupyter_port, stop_process_group
+from tests.local_http import stop_process_group, wait_for_jupyter
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = Path(os.environ.get("AUTOGRAD_CHROMIUM", "/usr/bin/chromium"))
@@ -71,13 +71,6 @@ class Lab:
     def url(self, workspace: str = "browser-tests") -> str:
         """The address of JupyterLab in a fresh (reset) workspace, nothing open."""
         return f"{self.base}/lab/workspaces/{workspace}?reset&token={self.token}"
-
-
-def _answers(url: str) -> bool:
-    try:
-        return http_status(url, timeout=2) == 200
-    except OSError:
-        return False
 
 
 @pytest.fixture(scope="session")
@@ -132,15 +125,7 @@ def lab(tmp_path_factory, chromium_path) -> Lab:
             command, env=env, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True
         )
     try:
-        deadline, base = time.monotonic() + 90, ""
-        while not (base and _answers(f"{base}/api/status?token={token}")):
-            port = jupyter_port(tmp / "runtime")
-            base = f"http://127.0.0.1:{port}" if port else ""
-            if proc.poll() is not None:
-                pytest.fail(f"jupyter lab exited early:\n{log.read_text()[-3000:]}")
-            if time.monotonic() > deadline:
-                pytest.fail(f"jupyter lab did not answer within 90 s:\n{log.read_text()[-3000:]}")
-            time.sleep(0.3)
+        base = wait_for_jupyter(proc, "jupyter lab", tmp / "runtime", token, log)
         yield Lab(base, token, served, log)
     finally:
         stop_process_group(proc)

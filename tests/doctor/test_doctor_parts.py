@@ -80,9 +80,9 @@ def test_reach_keeps_what_it_found_on_either_side_of_a_cached_part():
     assert reach(b + part, cache) == {id(w), id(b)}  # the cached part is met first
 
 
-def recorded(block, named: dict[str, torch.Tensor]) -> Record:
+def recorded(block, named: dict[str, torch.Tensor], modules=None) -> Record:
     """What a Recorder writes down while `block()` runs."""
-    recorder = Recorder(named, {})
+    recorder = Recorder(named, modules or {})
     recorder.start()
     try:
         block()
@@ -346,12 +346,7 @@ def test_code_run_with_globals_of_its_own_is_the_learners():
 
 def test_the_modules_whose_forward_ran_are_written_down():
     used, unused = torch.nn.Linear(2, 1), torch.nn.Linear(2, 1)
-    recorder = Recorder({}, {"used": used, "unused": unused})
-    recorder.start()
-    try:
-        used(torch.ones(2))
-    finally:
-        record = recorder.stop(None, None, None)
+    record = recorded(lambda: used(torch.ones(2)), {}, {"used": used, "unused": unused})
     assert record.called == {"used"}
 
 
