@@ -161,32 +161,39 @@ def test_install_outside_a_kernel_does_nothing(monkeypatch):
     assert install() is False and _cell_file("<ipython-input-1-abc>")
 
 
-def test_install_sets_one_handler_once():
-    calls = []
-
-    class Shell:
-        def set_custom_exc(self, exceptions, handler):
-            calls.append((exceptions, handler))
-
-    shell = Shell()
-    assert install(shell) and install(shell)
-    assert len(calls) == 1 and calls[0][0] == (Exception,)
-
-
 class Compiler:
     _filename_map: ClassVar[dict[str, int]] = {"/tmp/ipykernel_9/cell.py": 3}
 
 
-class Kernel:
-    """What helpers.rerun asks of IPython's shell: its compiler's cell files, its handler."""
+class Shell:
+    """What helpers.rerun asks of IPython's shell: its compiler's cell files and a place for the
+    handler; and what IPython hands the handler: its traceback maker, its namespace, its way to
+    show."""
 
     compile = Compiler()
 
-    def __init__(self):
+    def __init__(self, history=()):
         self.handlers = []
+        self.user_ns = {"In": list(history)}
+        self.shown = []
+        self.asked = []
+        self.InteractiveTB = self  # IPython's traceback maker, played by the shell itself
 
     def set_custom_exc(self, exceptions, handler):
         self.handlers.append((exceptions, handler))
+
+    def structured_traceback(self, etype, value, tb, tb_offset=None):
+        self.asked.append((etype, value, tb, tb_offset))
+        return [f"usual traceback of {etype.__name__}"]
+
+    def _showtraceback(self, etype, value, lines):
+        self.shown.append((etype, value, lines))
+
+
+def test_install_sets_one_handler_once():
+    shell = Shell()
+    assert install(shell) and install(shell)
+    assert len(shell.handlers) == 1 and shell.handlers[0][0] == (Exception,)
 
 
 def test_a_cell_is_a_file_the_kernel_compiled_or_named_like_one(monkeypatch):
@@ -194,13 +201,13 @@ def test_a_cell_is_a_file_the_kernel_compiled_or_named_like_one(monkeypatch):
 
     assert _cell_file("<ipython-input-3-abc>") and _cell_file("/tmp/ipykernel_1/12.py")
     assert not _cell_file("/home/me/train.py")
-    monkeypatch.setattr("IPython.get_ipython", lambda: Kernel())  # in a kernel, its own list
+    monkeypatch.setattr("IPython.get_ipython", lambda: Shell())  # in a kernel, its own list
     assert _cell_file("/tmp/ipykernel_9/cell.py")
     assert not _cell_file("/tmp/ipykernel_1/12.py") and not _cell_file("<ipython-input-3-abc>")
 
 
 def test_install_finds_the_kernel_it_runs_in(monkeypatch):
-    kernel = Kernel()
+    kernel = Shell()
     monkeypatch.setattr("IPython.get_ipython", lambda: kernel)
     assert install() is True
     ((exceptions, handler),) = kernel.handlers
@@ -350,23 +357,6 @@ def test_the_failing_statement_is_found_on_any_line_it_spans(cell, ns):
     error, tb = failing(cell, ns)
     lines, _ = explain(error, tb, [*HISTORY, cell])
     assert "walked the graph of `loss` a second time" in lines[2]
-
-
-class Shell:
-    """What IPython hands the handler: its traceback maker, its namespace, its way to show."""
-
-    def __init__(self, history):
-        self.user_ns = {"In": history}
-        self.shown = []
-        self.asked = []
-        self.InteractiveTB = self  # IPython's traceback maker, played by the shell itself
-
-    def structured_traceback(self, etype, value, tb, tb_offset=None):
-        self.asked.append((etype, value, tb, tb_offset))
-        return [f"usual traceback of {etype.__name__}"]
-
-    def _showtraceback(self, etype, value, lines):
-        self.shown.append((etype, value, lines))
 
 
 def handle(shell, error, tb):

@@ -38,6 +38,11 @@ class Checkup:
         modules: dict[str, torch.nn.Module],
         unregistered: Sequence[Unregistered] = (),
     ):
+        if not isinstance(named, dict) or not isinstance(modules, dict):
+            raise TypeError(
+                f"Checkup({type(named).__name__}, ...) takes the parameters by name; make it with "
+                "doctor(model) instead: with doctor(model) as checkup: <one training step>"
+            )
         self._recorder = Recorder(named, modules, unregistered)
         self._state = "ready"
         self.error: BaseException | None = None

@@ -8,8 +8,9 @@ integer cast, `.item()`, any operation under `torch.no_grad()`) is a *cut*; a pa
 no gradient is explained by the first cut its values went through. Hooks on the parameters see
 each gradient arrive (and whether an old one was waiting in `.grad`), a global optimizer hook
 sees which optimizer stepped and what it held, and hooks on the backward functions find the first
-one that produced a NaN or an infinity. Nothing is changed: the step computes what it would
-compute without the doctor.
+one that produced a NaN or an infinity. `torch.autograd.backward`, which torch shows to a mode
+only from release 2.11 on, has a stand-in while the block runs: it writes the call down and makes
+it. Nothing is changed: the step computes what it would compute without the doctor.
 
 A `Recorder` fills a `Record`; the verdicts (`helpers.doctor.verdicts`) are computed from it.
 """
@@ -254,16 +255,20 @@ class _Watch(TorchFunctionMode):
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         recorder = self.recorder
-        if recorder._busy:  # the doctor's own arithmetic, in a hook: not the learner's step
-            return func(*args, **kwargs)
+        if recorder._busy or recorder._in_backward:  # the doctor's own arithmetic, in a hook,
+            return func(*args, **kwargs)  # or the backward pass itself: not the learner's step
         name = _call_name(func)
         if name == "backward":
             return recorder._backward(func, args, kwargs)
-        if func is torch.autograd.grad:
-            return recorder._grad_call(func, args, kwargs)
         if name == "_set_grad_enabled" and args and args[0] is False:
             recorder._grad_off = (_learner_location(), _decorated_function())
-        result = func(*args, **kwargs)
+        # torch.autograd.grad hands its gradients back: they pass the parameters' hooks, yet none
+        # arrives in .grad
+        recorder._handed_back = func is torch.autograd.grad
+        try:
+            result = func(*args, **kwargs)
+        finally:
+            recorder._handed_back = False
         if not recorder._in_step:
             recorder._saw(name, args, kwargs, result)
         return result
@@ -292,6 +297,7 @@ class Recorder:
         self._in_step = False
         self._busy = False
         self._handed_back = False  # inside torch.autograd.grad
+        self._in_backward = False
         self._origin: dict[Any, Location | None] = {}
         self._reach_cache: dict[Any, frozenset[int]] = {}
         #: id of a tensor made from a cut's result -> (a weak reference to it, those cuts)
@@ -314,9 +320,14 @@ class Recorder:
         self._handles.append(register_optimizer_step_post_hook(self._step_ends))
         self._mode = _Watch(self)
         self._mode.__enter__()
+        # torch shows torch.autograd.backward to the watch only from release 2.11 on: the
+        # recorder stands in for it while the block runs, so every release is followed alike
+        self._replaced = torch.autograd.backward
+        torch.autograd.backward = self._autograd_backward
 
     def stop(self, exc_type: Any, exc: BaseException | None, tb: Any) -> Record:
         """The watch off, every hook removed; the record, with the error the block raised."""
+        torch.autograd.backward = self._replaced
         self._mode.__exit__(None, None, None)  # a mode's exit does not look at the error
         for handle in self._handles:
             handle.remove()
@@ -371,45 +382,44 @@ class Recorder:
         g = grad.detach()
         p.incoming = g.clone() if p.incoming is None else p.incoming + g
 
+    def _autograd_backward(self, *args: Any, **kwargs: Any) -> Any:
+        """torch.autograd.backward, as the learner calls it while the block runs."""
+        if self._in_backward:  # Tensor.backward's own call, or torch's dispatch of this one
+            return self._replaced(*args, **kwargs)
+        return self._backward(self._replaced, args, kwargs)
+
     def _backward(self, func: Any, args: tuple, kwargs: dict) -> Any:
-        root = args[0] if args else kwargs.get("self")
+        """`loss.backward(gradient)` or `torch.autograd.backward(losses, gradients)`: where, from
+        which roots, through which cuts; a NaN watch on the roots' graphs while it runs."""
+        pairs = _roots(func, args, kwargs)
         location = _learner_location()
         entry = Backward(at=location)
-        if isinstance(root, torch.Tensor):
-            if (
-                root.grad_fn is None
-                and root.requires_grad
-                and id(root) not in self.record.parameters
-            ):
-                entry.no_graph = True
-                entry.flagged = self._flagged.get(id(root), location)
-        if isinstance(root, torch.Tensor):
-            entry.through_cuts = self._cuts_behind(root)
-        gradient = args[1] if len(args) > 1 else kwargs.get("gradient")
-        if isinstance(root, torch.Tensor) and isinstance(gradient, torch.Tensor):
-            entry.wrong_handoff = self._wrong_handoff(root, gradient)
+        flagged = [
+            root
+            for root, _ in pairs
+            if root.grad_fn is None
+            and root.requires_grad
+            and id(root) not in self.record.parameters
+        ]
+        if pairs and len(flagged) == len(pairs):  # no root has a graph
+            entry.no_graph = True
+            entry.flagged = self._flagged.get(id(flagged[0]), location)
+        entry.through_cuts = frozenset().union(*(self._cuts_behind(root) for root, _ in pairs))
+        entry.wrong_handoff = frozenset().union(
+            *(self._wrong_handoff(root, given) for root, given in pairs if given is not None)
+        )
         self.record.backwards.append(entry)
-        hooks = self._watch_nonfinite(root) if isinstance(root, torch.Tensor) else []
+        hooks = self._watch_nonfinite([root for root, _ in pairs])
+        self._in_backward = True
         try:
             return func(*args, **kwargs)
         except Exception as err:
             entry.error = err
             raise
         finally:
+            self._in_backward = False
             for handle in hooks:
                 handle.remove()
-
-    def _grad_call(self, func: Any, args: tuple, kwargs: dict) -> Any:
-        """torch.autograd.grad hands its gradients back instead of adding them to .grad: the
-        parameters' hooks see them pass, yet none arrives."""
-        self._handed_back = True
-        try:
-            result = func(*args, **kwargs)
-        finally:
-            self._handed_back = False
-        if not self._in_step:
-            self._saw("grad", args, kwargs, result)
-        return result
 
     def _wrong_handoff(self, root: torch.Tensor, gradient: torch.Tensor) -> frozenset[int]:
         """When `root.backward(leaf.grad)` is handed the gradient of a cut leaf whose values are not
@@ -425,10 +435,10 @@ class Recorder:
                 return frozenset()
         return frozenset()
 
-    def _watch_nonfinite(self, root: torch.Tensor) -> list[Any]:
-        """A hook on every backward function of root's graph: the first to output a NaN or inf
-        from finite gradients is the one that produced it."""
-        handles, seen, todo = [], set(), [root.grad_fn]
+    def _watch_nonfinite(self, roots: list[torch.Tensor]) -> list[Any]:
+        """A hook on every backward function of the roots' graph: the first to output a NaN or
+        inf from finite gradients is the one that produced it."""
+        handles, seen, todo = [], set(), [root.grad_fn for root in roots]
         while todo:
             node = todo.pop()
             if node is None or node in seen:
@@ -498,6 +508,7 @@ class Recorder:
             return
         if name == "requires_grad_" and isinstance(result, torch.Tensor) and result.is_leaf:
             if result.requires_grad and id(result) not in self.record.parameters:
+                self._flagged[id(result)] = _learner_location()
                 self.record.handoff_leaves.append(result)
             return
         if name in _NOT_OPERATIONS or (name != "data" and _is_property(name, args)):
@@ -561,6 +572,27 @@ class Recorder:
 
     def _step_ends(self, *_: Any) -> None:
         self._in_step = False
+
+
+def _roots(func: Any, args: tuple, kwargs: dict) -> list[tuple[torch.Tensor, Any]]:
+    """The tensors a backward call starts from, each with the gradient handed with it (or None):
+    `root.backward(gradient)`, or `torch.autograd.backward(tensors, grad_tensors)` where either
+    may be one tensor or a sequence."""
+    if func is torch.Tensor.backward:
+        roots, gradients = args[0] if args else kwargs.get("self"), kwargs.get("gradient")
+    else:
+        roots, gradients = args[0] if args else kwargs.get("tensors"), kwargs.get("grad_tensors")
+    if len(args) > 1:
+        gradients = args[1]
+    roots = [roots] if isinstance(roots, torch.Tensor) else list(roots or ())
+    if gradients is None or isinstance(gradients, torch.Tensor):
+        gradients = [gradients]
+    gradients = [*gradients, *[None] * len(roots)][: len(roots)]  # None where none was handed
+    return [
+        (root, gradient if isinstance(gradient, torch.Tensor) else None)
+        for root, gradient in zip(roots, gradients, strict=True)
+        if isinstance(root, torch.Tensor)
+    ]
 
 
 def _is_property(name: str, args: tuple) -> bool:

@@ -11,7 +11,7 @@ import torch
 from torch import nn
 
 from helpers import split
-from helpers.doctor import CAUSES, Location, doctor
+from helpers.doctor import CAUSES, Checkup, Location, doctor
 from helpers.split import build_models, cut, make_optimizers, post_tensors
 
 LR = 0.0625
@@ -63,18 +63,27 @@ def test_a_correct_step_gets_a_clean_bill():
     assert "Every parameter got a gradient and moved" in repr(checkup)
 
 
-def test_the_loss_flag_set_by_hand_and_the_real_cut():
+def flag_by_setting(loss):
+    loss.requires_grad = True  # the popular "fix"
+
+
+def flag_by_method(loss):
+    loss.requires_grad_()  # the same "fix", as a method
+
+
+@pytest.mark.parametrize("flag", [flag_by_setting, flag_by_method])
+def test_the_loss_flag_set_by_hand_and_the_real_cut(flag):
     model = ThreeLayers()
     optimizer = torch.optim.SGD(model.parameters(), lr=LR)
     with doctor(model) as checkup:
         optimizer.zero_grad()
         with torch.no_grad():  # copied from the evaluation loop
             loss = loss_fn(model(x), target)
-        loss.requires_grad = True  # the popular "fix"
+        flag(loss)
         loss.backward()
         optimizer.step()
     assert set(causes(checkup).values()) == {"loss_flag"}
-    assert code(checkup, "first.weight") == 'loss.requires_grad = True  # the popular "fix"'
+    assert checkup.where("first.weight").function == flag.__name__
     (finding,) = checkup.findings
     assert finding.parameters == tuple(ALL)
     assert "The real cut: `linear()` under `torch.no_grad()` (entered at test_doctor.py:" in (
@@ -220,6 +229,18 @@ def test_each_cut_is_named_with_its_line(forward, line, how):
     assert code(checkup, "first.weight") == line
     assert checkup.where("first.weight").function == forward.__name__
     assert f"its path to the loss was cut by {how}" in checkup.problems[0].message
+
+
+def test_a_cut_is_named_when_the_loss_goes_to_torch_autograd_backward():
+    model = ThreeLayers()
+    optimizer = torch.optim.SGD(model.parameters(), lr=LR)
+    with doctor(model) as checkup:
+        torch.autograd.backward(loss_fn(forward_detach(model, x), target))
+        optimizer.step()
+    assert causes(checkup)["first.weight"] == "cut" and causes(checkup)["last.bias"] == "learned"
+    assert code(checkup, "first.weight") == (
+        "return model.last(model.middle(model.first(x).detach()))"
+    )
 
 
 def test_a_frozen_layer_is_said_not_blamed():
@@ -592,6 +613,27 @@ def test_bug_4_with_the_gradient_copied_as_over_a_wire():
     assert found == {"model1": {"wrong_handoff"}, "model2": {"learned"}, "model3": {"learned"}}
 
 
+def test_bug_4_handed_over_as_torch_autograd_backwards_grad_tensors():
+    def step(m):
+        f1 = m.model1(tokens)
+        ff1 = cut(f1)
+        f2 = m.model2(ff1)
+        ff2 = cut(f2)
+        _, loss = m.model3(ff2, label)
+        torch.autograd.backward(loss)
+        torch.autograd.backward([f2], [ff2.grad])
+        torch.autograd.backward(f1, grad_tensors=ff2.grad)  # the bug, by keyword
+        for optimizer in make_optimizers(m):
+            optimizer.step()
+
+    m, checkup = split_checkup(step)
+    found = by_model(checkup, m)
+    assert found == {"model1": {"wrong_handoff"}, "model2": {"learned"}, "model3": {"learned"}}
+    assert checkup.where("model1.embed.weight").code == (
+        "torch.autograd.backward(f1, grad_tensors=ff2.grad)  # the bug, by keyword"
+    )
+
+
 # -- more correct steps: no false alarm --------------------------------------------------------
 
 
@@ -749,6 +791,10 @@ def test_bad_input_gets_a_clear_message():
         checkup.cause("first")
     with pytest.raises(TypeError, match="doctor\\(\\) got a checkup, not a model"):
         doctor(checkup)
+    with pytest.raises(TypeError, match=r"Checkup\(ThreeLayers, ...\) takes the parameters"):
+        Checkup(model, {})  # the class itself, handed a model
+    with pytest.raises(TypeError, match=r"make it with doctor\(model\) instead"):
+        Checkup(dict(model.named_parameters()), list(model.modules()))
 
 
 @pytest.mark.parametrize("step", ["split_step", "joint_step"])

@@ -297,8 +297,94 @@ def test_torch_autograd_backward_of_several_losses_is_followed_like_tensor_backw
     def block():
         torch.autograd.backward([(w * 2).sum(), (w * 3).sum()])
 
-    p = recorded(block, {"w": w}).parameters[id(w)]
+    record = recorded(block, {"w": w})
+    p = record.parameters[id(w)]
     assert torch.equal(p.incoming, torch.full((2,), 5.0)) and p.leftover
+    (backward,) = record.backwards  # one call, seen once on every release
+    assert backward.at.code.startswith("torch.autograd.backward(") and not backward.no_graph
+
+
+BACKWARD_CALLS = {  # each line calls backward from `loss` (w has no part in the loss)
+    "one tensor": lambda loss, w: torch.autograd.backward(loss),
+    "a list, no gradients": lambda loss, w: torch.autograd.backward([w.sum(), loss], None),
+    "by keyword": lambda loss, w: torch.autograd.backward(
+        tensors=(loss,), grad_tensors=[torch.ones(())]
+    ),
+    "the method": lambda loss, w: loss.backward(torch.ones(())),
+}
+
+
+@pytest.mark.parametrize("call", BACKWARD_CALLS.values(), ids=BACKWARD_CALLS.keys())
+def test_every_way_to_call_backward_is_followed_through_its_cuts(call):
+    w = torch.tensor([1.0, 2.0], requires_grad=True)
+    b = torch.tensor([0.5], requires_grad=True)
+
+    def block():
+        hidden = (w * 2).detach()  # the cut on the loss's path
+        call((hidden * b).sum(), w)
+
+    record = recorded(block, {"w": w, "b": b})
+    (backward,) = record.backwards
+    assert "backward(" in backward.at.code and backward.through_cuts == {0}
+    assert not backward.no_graph
+    assert torch.equal(record.parameters[id(b)].incoming, torch.tensor([6.0]))
+    assert torch.autograd.backward is _TORCH_BACKWARD  # the recorder's stand-in is gone
+
+
+_TORCH_BACKWARD = torch.autograd.backward
+
+
+def test_torch_autograd_backward_is_given_back_when_the_block_fails():
+    w = torch.tensor([1.0, 2.0], requires_grad=True)
+    recorder = Recorder({"w": w}, {})
+    recorder.start()
+    try:
+        torch.autograd.backward(w * 2)  # not a scalar: torch refuses
+    except RuntimeError as err:
+        record = recorder.stop(type(err), err, err.__traceback__)
+    assert torch.autograd.backward is _TORCH_BACKWARD
+    assert isinstance(record.backwards[0].error, RuntimeError)
+
+
+def test_backward_of_roots_that_are_all_flagged_by_hand_has_no_graph():
+    w = torch.tensor([1.0, 2.0], requires_grad=True)
+
+    def block():
+        first, second = w.detach().sum(), w.detach().sum()
+        first.requires_grad = True  # flagged here
+        second.requires_grad = True
+        torch.autograd.backward([first, second])
+        torch.autograd.backward([first, (w * 2).sum()])  # one root has a graph
+
+    all_flagged, one_real = recorded(block, {"w": w}).backwards
+    assert all_flagged.no_graph
+    assert all_flagged.flagged.code == "first.requires_grad = True  # flagged here"
+    assert not one_real.no_graph
+
+
+def test_the_first_infinite_gradient_is_found_behind_any_root():
+    w = torch.tensor([1.0, 2.0], requires_grad=True)
+
+    def block():
+        torch.autograd.backward([(w * 2).sum(), torch.sqrt(w - 1).sum()])  # the second: inf
+
+    name, where = recorded(block, {"w": w}).first_nonfinite
+    assert name == "SqrtBackward0" and where.code.startswith("torch.autograd.backward(")
+
+
+@pytest.mark.skipif(
+    torch.__version__ < "2.11", reason="torch shows torch.autograd.backward to modes from 2.11"
+)
+def test_a_backward_imported_before_the_block_is_followed_where_torch_shows_it():
+    from torch.autograd import backward  # the function itself, not the recorder's stand-in
+
+    w = torch.tensor([1.0, 2.0], requires_grad=True)
+
+    def block():
+        backward([(w.detach() * 2).sum().requires_grad_()])
+
+    (entry,) = recorded(block, {"w": w}).backwards
+    assert entry.no_graph and entry.at.code.startswith("backward([")
 
 
 # torch warns of the cycle a gradient with a graph makes with its parameter: wanted here

@@ -1,6 +1,8 @@
 """`make mutate`'s configuration stays complete: every helper module is measured or left out with
 a reason, and every listed test file exists."""
 
+import pytest
+
 from tests.runners import mutate
 
 
@@ -74,3 +76,10 @@ def test_the_code_hash_ignores_imports_and_sees_the_code(tmp_path, monkeypatch):
     assert mutate.code_hash("helpers/m.py") == first
     module.write_text("import os\n\ndef f(x):\n    return x - 1\n")
     assert mutate.code_hash("helpers/m.py") != first
+
+
+def test_a_machine_without_mutmut_is_told_to_install_it(monkeypatch):
+    monkeypatch.setattr(mutate.importlib.util, "find_spec", lambda name: None)
+    monkeypatch.setattr(mutate, "scratch_for", lambda module: pytest.fail("no scratch copy"))
+    with pytest.raises(SystemExit, match="mutmut is not installed here: `make mutate` installs"):
+        mutate.mutate("helpers/state.py")
