@@ -131,5 +131,4 @@ def doctor(model: object) -> Checkup:
     if not named and not unregistered:
         raise ValueError(f"doctor() got a model with no parameters, nothing to check; {example}")
     modules = dict(model.named_modules()) if isinstance(model, torch.nn.Module) else {}
-    modules.pop("", None)
     return Checkup(named, modules, unregistered)

@@ -24,6 +24,7 @@ import sysconfig
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import zip_longest
 from pathlib import Path
 from typing import Any
 
@@ -257,9 +258,7 @@ class _Watch(TorchFunctionMode):
         recorder = self.recorder
         if recorder._busy or recorder._in_backward:  # the doctor's own arithmetic, in a hook,
             return func(*args, **kwargs)  # or the backward pass itself: not the learner's step
-        name = _call_name(func)
-        if name == "backward":
-            return recorder._backward(func, args, kwargs)
+        name = _call_name(func)  # Tensor.backward calls torch.autograd.backward: the stand-in's
         if name == "_set_grad_enabled" and args and args[0] is False:
             recorder._grad_off = (_learner_location(), _decorated_function())
         # torch.autograd.grad hands its gradients back: they pass the parameters' hooks, yet none
@@ -320,8 +319,9 @@ class Recorder:
         self._handles.append(register_optimizer_step_post_hook(self._step_ends))
         self._mode = _Watch(self)
         self._mode.__enter__()
-        # torch shows torch.autograd.backward to the watch only from release 2.11 on: the
-        # recorder stands in for it while the block runs, so every release is followed alike
+        # every backward goes through torch.autograd.backward (Tensor.backward calls it), which
+        # torch shows to the watch only from release 2.11 on: the recorder stands in for it while
+        # the block runs, so every release is followed alike
         self._replaced = torch.autograd.backward
         torch.autograd.backward = self._autograd_backward
 
@@ -386,12 +386,12 @@ class Recorder:
         """torch.autograd.backward, as the learner calls it while the block runs."""
         if self._in_backward:  # Tensor.backward's own call, or torch's dispatch of this one
             return self._replaced(*args, **kwargs)
-        return self._backward(self._replaced, args, kwargs)
+        return self._backward(args, kwargs)
 
-    def _backward(self, func: Any, args: tuple, kwargs: dict) -> Any:
+    def _backward(self, args: tuple, kwargs: dict) -> Any:
         """`loss.backward(gradient)` or `torch.autograd.backward(losses, gradients)`: where, from
         which roots, through which cuts; a NaN watch on the roots' graphs while it runs."""
-        pairs = _roots(func, args, kwargs)
+        pairs = _roots(args, kwargs)
         location = _learner_location()
         entry = Backward(at=location)
         flagged = [
@@ -412,7 +412,7 @@ class Recorder:
         hooks = self._watch_nonfinite([root for root, _ in pairs])
         self._in_backward = True
         try:
-            return func(*args, **kwargs)
+            return self._replaced(*args, **kwargs)
         except Exception as err:
             entry.error = err
             raise
@@ -574,23 +574,17 @@ class Recorder:
         self._in_step = False
 
 
-def _roots(func: Any, args: tuple, kwargs: dict) -> list[tuple[torch.Tensor, Any]]:
+def _roots(args: tuple, kwargs: dict) -> list[tuple[torch.Tensor, Any]]:
     """The tensors a backward call starts from, each with the gradient handed with it (or None):
-    `root.backward(gradient)`, or `torch.autograd.backward(tensors, grad_tensors)` where either
-    may be one tensor or a sequence."""
-    if func is torch.Tensor.backward:
-        roots, gradients = args[0] if args else kwargs.get("self"), kwargs.get("gradient")
-    else:
-        roots, gradients = args[0] if args else kwargs.get("tensors"), kwargs.get("grad_tensors")
-    if len(args) > 1:
-        gradients = args[1]
+    `torch.autograd.backward(tensors, grad_tensors)`, where either may be one tensor or a
+    sequence (`root.backward(gradient)` calls it so)."""
+    roots = args[0] if args else kwargs.get("tensors")
+    gradients = args[1] if len(args) > 1 else kwargs.get("grad_tensors")
     roots = [roots] if isinstance(roots, torch.Tensor) else list(roots or ())
-    if gradients is None or isinstance(gradients, torch.Tensor):
-        gradients = [gradients]
-    gradients = [*gradients, *[None] * len(roots)][: len(roots)]  # None where none was handed
+    gradients = [gradients] if isinstance(gradients, torch.Tensor) else list(gradients or ())
     return [
         (root, gradient if isinstance(gradient, torch.Tensor) else None)
-        for root, gradient in zip(roots, gradients, strict=True)
+        for root, gradient in zip_longest(roots, gradients)  # None where none was handed
         if isinstance(root, torch.Tensor)
     ]
 

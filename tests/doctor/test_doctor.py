@@ -3,6 +3,7 @@ written as a learner writes them, gets its cause and its line; correct steps get
 
 from __future__ import annotations
 
+import re
 import warnings
 from typing import ClassVar
 
@@ -772,29 +773,72 @@ def test_the_report_shows_as_html():
     assert "its path to the loss was cut by <code>.detach()</code>." in page
 
 
+STEP = "with doctor(model) as checkup: <one training step>"
+
+
 def test_bad_input_gets_a_clear_message():
-    with pytest.raises(TypeError, match=r"doctor\(\) is a int; pass a model \(nn.Module\)"):
-        doctor(3)
-    with pytest.raises(ValueError, match="no parameters, nothing to check"):
+    def says(message):
+        return f"^{re.escape(message)}$"
+
+    how = "pass a model (nn.Module), a dict of name -> tensor, or model.named_parameters()"
+    with pytest.raises(TypeError, match=says(f"doctor() is a float; {how}; {STEP}")):
+        doctor(3.5)
+    with pytest.raises(
+        ValueError, match=says(f"doctor() got a model with no parameters, nothing to check; {STEP}")
+    ):
         doctor(nn.ReLU())
     model = ThreeLayers()
     checkup = doctor(model)
-    with pytest.raises(RuntimeError, match="the checkup is read after its step"):
+    late = f"the checkup is read after its step: {STEP}, then read checkup"
+    with pytest.raises(RuntimeError, match=says(late)):
         checkup.cause("first.weight")
-    assert repr(checkup) == "<doctor checkup: ready>"
+    assert repr(checkup) == "<doctor checkup: ready>" and checkup.error is None
     with checkup:
+        assert repr(checkup) == "<doctor checkup: running>"
+        assert checkup._repr_html_() == "&lt;doctor checkup: running&gt;"
         loss_fn(model(x), target).backward()
-    with pytest.raises(RuntimeError, match="already used for a step; make a new one"):
+    again = (
+        "this checkup was already used for a step; make a new one: "
+        "with doctor(model) as checkup: ..."
+    )
+    with pytest.raises(RuntimeError, match=says(again)):
         with checkup:
             pass
-    with pytest.raises(KeyError, match=r"no parameter 'first'; the parameters are first\.weight"):
+    names = ", ".join(ALL)
+    with pytest.raises(KeyError, match=f"no parameter 'first'; the parameters are {names}"):
         checkup.cause("first")
-    with pytest.raises(TypeError, match="doctor\\(\\) got a checkup, not a model"):
+    with pytest.raises(TypeError, match=says(f"doctor() got a checkup, not a model; {STEP}")):
         doctor(checkup)
     with pytest.raises(TypeError, match=r"Checkup\(ThreeLayers, ...\) takes the parameters"):
         Checkup(model, {})  # the class itself, handed a model
     with pytest.raises(TypeError, match=r"make it with doctor\(model\) instead"):
         Checkup(dict(model.named_parameters()), list(model.modules()))
+
+
+def test_a_step_that_fails_is_told_where_and_why():
+    model = ThreeLayers()
+    with pytest.raises(RuntimeError, match="no labels this time") as caught:
+        with doctor(model) as checkup:
+            loss = loss_fn(model(x), target)
+            raise RuntimeError("no labels this time")  # before backward
+    assert checkup.error is caught.value and set(causes(checkup).values()) == {"stopped"}
+    assert code(checkup, "first.weight") == (
+        'raise RuntimeError("no labels this time")  # before backward'
+    )
+    assert "(RuntimeError: no labels this time)" in checkup.problems[0].message
+    (note,) = caught.value.__notes__
+    assert note.startswith("doctor: first.weight, ") and loss.requires_grad
+
+
+def test_a_healthy_step_counts_what_it_checked():
+    model = ThreeLayers()
+    optimizer = torch.optim.SGD(model.parameters(), lr=LR)
+    with doctor(model) as checkup:
+        loss_fn(model(x), target).backward()
+        optimizer.step()
+    summary = f"Every parameter got a gradient and moved (or is frozen): {len(ALL)} checked."
+    assert checkup.summary() == summary and checkup.error is None
+    assert repr(checkup) == f"{checkup.rows!r}\n\n{summary}"
 
 
 @pytest.mark.parametrize("step", ["split_step", "joint_step"])

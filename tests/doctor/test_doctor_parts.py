@@ -5,6 +5,7 @@ by hand. tests/test_doctor.py runs the three together on every zoo case."""
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import pytest
 import torch
@@ -331,6 +332,58 @@ def test_every_way_to_call_backward_is_followed_through_its_cuts(call):
     assert torch.autograd.backward is _TORCH_BACKWARD  # the recorder's stand-in is gone
 
 
+def test_a_loss_made_before_the_block_hands_its_gradients_in():
+    w = torch.tensor([1.0, 2.0], requires_grad=True)
+    loss = (w * 3).sum()  # each block is a backward alone: no torch call comes before it
+    for block in (loss.backward, lambda **kw: torch.autograd.backward(loss, **kw)):
+        w.grad = None
+        p = recorded(partial(block, retain_graph=True), {"w": w}).parameters[id(w)]
+        assert torch.equal(p.incoming, torch.full((2,), 3.0)) and p.waiting == "block"
+
+
+HANDOFFS = {  # each hands `a` (model 1's output) the gradient of b_in (model 2's input)
+    "the method": lambda a, b_in: a.backward(b_in.grad),
+    "the method, by keyword": lambda a, b_in: a.backward(gradient=b_in.grad),
+    "the function": lambda a, b_in: torch.autograd.backward(a, b_in.grad),
+    "the function, lists": lambda a, b_in: torch.autograd.backward([a], [b_in.grad]),
+    "the function, by keyword": lambda a, b_in: torch.autograd.backward(
+        tensors=a, grad_tensors=(b_in.grad,)
+    ),
+}
+
+
+@pytest.mark.parametrize("hand_off", HANDOFFS.values(), ids=HANDOFFS.keys())
+def test_the_wrong_hand_off_is_seen_however_the_gradient_is_passed(hand_off):
+    w = torch.tensor([1.0, 2.0], requires_grad=True)
+    v = torch.tensor([3.0, 5.0], requires_grad=True)
+
+    def block():
+        a, b = w * 2, v * 3  # two models' outputs
+        a_in, b_in = a.detach().requires_grad_(), b.detach().requires_grad_()
+        (a_in * b_in).sum().backward()
+        hand_off(b, b_in)  # right: b gets b_in's gradient
+        hand_off(a, b_in)  # wrong: a gets it too
+
+    _, right, wrong = recorded(block, {"w": w, "v": v}).backwards
+    assert right.wrong_handoff == frozenset() and wrong.wrong_handoff == {id(w)}
+
+
+def test_a_gradient_that_is_not_a_tensor_meets_torchs_own_error():
+    w = torch.tensor([1.0, 2.0], requires_grad=True)
+    recorder = Recorder({"w": w}, {})
+    recorder.start()
+    error = None
+    try:
+        a_in = (w * 2).detach().requires_grad_()
+        a_in.sum().backward()  # a hand-off leaf with a gradient: the doctor compares with it
+        torch.autograd.backward(w * 3, [[1.0, 1.0]])  # a list, not a tensor
+    except TypeError as err:
+        error = err
+    finally:
+        record = recorder.stop(None, error, None)
+    assert "gradient" in str(record.backwards[-1].error)  # torch's words, not the doctor's
+
+
 _TORCH_BACKWARD = torch.autograd.backward
 
 
@@ -338,10 +391,13 @@ def test_torch_autograd_backward_is_given_back_when_the_block_fails():
     w = torch.tensor([1.0, 2.0], requires_grad=True)
     recorder = Recorder({"w": w}, {})
     recorder.start()
+    error = None
     try:
         torch.autograd.backward(w * 2)  # not a scalar: torch refuses
     except RuntimeError as err:
-        record = recorder.stop(type(err), err, err.__traceback__)
+        error = err
+    finally:
+        record = recorder.stop(None, error, None)
     assert torch.autograd.backward is _TORCH_BACKWARD
     assert isinstance(record.backwards[0].error, RuntimeError)
 

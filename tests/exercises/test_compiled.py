@@ -134,3 +134,26 @@ def test_an_error_while_counting_graphs_is_reported(monkeypatch):
 
     monkeypatch.undo()
     assert said(silent)[1] == "one_graph(x, w) raised ValueError: "
+
+
+def nearly(x, w):
+    """Right within a millionth: the value and every gradient 4e-7 off (float32's noise)."""
+    return clamped(x, w) + 4e-7 * ((w - w.detach()).sum() + 1)
+
+
+def half_the_gradient(x, w):
+    value = clamped(x, w)
+    return value - 0.5 * (value - value.detach())  # the same value, half its gradient
+
+
+def divisor_with_gradient_and_noise(x, w):
+    loss = torch.tanh(x @ w).pow(2).sum()
+    return loss / loss.clamp(min=1.0) + 1e-7 * (w - w.detach()).sum()  # gradient 0 + 1e-7
+
+
+def test_rounding_is_forgiven_and_a_wrong_gradient_is_not_a_zero_one():
+    assert said(nearly) == (True, "")  # the loss below 1 is 0.0005: only an absolute tolerance
+    assert said(half_the_gradient)[1] == (
+        "the gradient for w differs from normalised_loss's on the input whose loss is above 1"
+    )
+    assert "your divisor is the loss itself" in said(divisor_with_gradient_and_noise)[1]

@@ -81,7 +81,7 @@ MODULES: dict[str, list[str]] = {
             "tests/doctor/test_doctor.py",
             "tests/doctor/test_doctor_parts.py",
         ]
-        for part in ("record", "verdicts", "report")
+        for part in ("record", "verdicts", "report", "checkup")
     },
     "helpers/questions/__init__.py": ["tests/questions/test_questions.py"],
     **{
@@ -90,7 +90,7 @@ MODULES: dict[str, list[str]] = {
             "tests/exercises/test_feedback_text.py",
         ]
         for path in sorted((ROOT / "helpers" / "exercises").glob("*.py"))
-        if path.stem not in {"__init__", "check_yourself", "compiled"}
+        if path.stem not in {"__init__", "check_yourself"}
     },
     "helpers/exercises/check_yourself.py": ["tests/test_quiz.py"],
     "helpers/rerun.py": ["tests/test_rerun.py"],
@@ -107,7 +107,7 @@ FORKSERVER = {
     "helpers/exercises/compiled.py",
     "helpers/precision.py",
     "helpers/exercises/precision.py",
-    # the doctor's parts: their tests run a GradScaler step (when they are measured)
+    # the doctor's parts: their tests run a GradScaler step
     "helpers/doctor/checkup.py",
     "helpers/doctor/record.py",
     "helpers/doctor/verdicts.py",
@@ -143,28 +143,14 @@ LEFT_OUT: dict[str, str] = {
         "not measured yet: every test compiles with torch.compile (seconds per mutant, over half "
         "an hour for its 454 mutants); its first run, before its tests were completed, caught 73%"
     ),
-    "helpers/exercises/compiled.py": (
-        "not measured yet, for the same reason (its checker runs torch._dynamo.explain); its first "
-        "run, before its tests were completed, caught 84%"
-    ),
     "helpers/__init__.py": "the list of public names; tests/test_public_helpers.py checks it",
     "helpers/doctor/__init__.py": "the doctor's public names, re-exported from its modules",
-    "helpers/doctor/checkup.py": (
-        "not measured yet (its parts record.py, verdicts.py and report.py are); it starts and "
-        "stops the recorder around a block, and tests/doctor/test_doctor.py runs every zoo case "
-        "through it"
-    ),
 }
 
 #: Measured modules whose code changed since their row, each with why it waits: while a module is
 #: here its old row stands, marked stale. tests/runners/test_mutate_config.py fails for a changed
 #: module not listed, and for a listed one whose row is current again (then delete its line).
-REMEASURE: dict[str, str] = {
-    "helpers/doctor/record.py": (
-        "follows torch.autograd.backward on every release (a stand-in while the block runs, "
-        "several roots); torch.autograd.grad's flag set in the watch itself: being re-measured"
-    ),
-}
+REMEASURE: dict[str, str] = {}
 
 _STATUS = re.compile(r"^\s*(\S+__mutmut_\d+): (.+)$")
 _HEADER = "| module | tests | mutants | caught | of which hung | score | goal met | code |"
@@ -271,7 +257,7 @@ def scratch_for(module: str) -> Path:
     tests = ", ".join(f'"{t}"' for t in MODULES[module])
     config += (
         "\n[tool.mutmut]\n"
-        f'paths_to_mutate = ["{module}"]\n'
+        f'source_paths = ["{module}"]\n'
         f"pytest_add_cli_args_test_selection = [{tests}]\n"
         'pytest_add_cli_args = ["-q", "-x", "-p", "no:randomly"]\n'
         # mutmut copies only the mutated .py file; helpers.language reads its text beside it,
