@@ -53,6 +53,8 @@ TRANSLATION_MARK = "en"
 _current = ["en"]
 #: `{{` and `}}` are literal braces; `{...}` is a placeholder.
 _PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([^{}]+)\}")
+#: "a {type}" in English: "an" before a type whose name starts with a, e, i or o ("an int").
+_A_TYPE = re.compile(r"\ba \{type\}")
 
 
 def set_language(code: str) -> None:
@@ -143,6 +145,8 @@ def say_in(code: str, file: str, key: str, /, **values: Any) -> str:
     missing = placeholders(template) - values.keys()
     if missing:
         raise KeyError(f"{file}:{key} needs {sorted(missing)}; got {sorted(values)}")
+    if str(values.get("type"))[:1].lower() in ("a", "e", "i", "o"):  # not "a uint8"
+        template = _A_TYPE.sub("an {type}", template)
     return fill(template, lambda field: str(values[field]))
 
 

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import functools
+import logging
+import re
+import warnings
+
 import pytest
 import torch
 
@@ -183,6 +188,34 @@ def test_what_cannot_be_captured_is_said_whole(x):
         "check it with compile_report()"
     )
 
+
+
+def test_a_callable_without_a_name_is_named_by_what_it_is(x):
+    detached = functools.partial(lambda t, k: t.detach().sum() * k, k=2)  # no __name__
+    with pytest.raises(RuntimeError, match=re.escape(f"{detached} returned no tensor")):
+        capture(detached, x)
+    same = functools.partial(lambda t, k: t, k=2)
+    with pytest.raises(RuntimeError, match=re.escape(f"{same} compiled to no forward/backward")):
+        capture(same, torch.tensor(2.0, requires_grad=True))
+
+
+def test_compile_report_keeps_a_reasons_first_line_and_what_dynamo_logged_or_warned():
+    import torch._dynamo as dynamo
+
+    def item(t):
+        return t * t.sum().item()
+
+    report = compile_report(item, torch.ones(2))
+    torchs = str(dynamo.explain(item)(torch.ones(2)).break_reasons[0].reason)
+    assert report["reasons"] == [torchs.strip().splitlines()[0]]  # 2.4.1: one line; 2.13: more
+
+    def says_things(t):
+        logging.getLogger("torch._dynamo").warning("from dynamo's logger")
+        warnings.warn("a warning", stacklevel=1)
+        return t * 2
+
+    said = compile_report(says_things, torch.ones(2))["dynamo said"]
+    assert said == ["from dynamo's logger", "a warning"]
 
 
 def test_the_picture_in_chinese_names_a_simplified_chinese_face(x):

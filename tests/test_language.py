@@ -63,6 +63,18 @@ def test_say_fills_placeholders_and_names_a_missing_one():
         say("common", "checks.nope")
 
 
+def test_a_type_starting_with_a_vowel_takes_an():
+    def said(kind):
+        return say("09c_torch_compile_and_autograd", "feedback.not_function", type=kind)
+
+    for kind in ("array", "ellipsis", "int", "object", "Ellipsis"):
+        assert said(kind) == f"one_graph is an {kind}, not a function"
+    assert said("uint8") == "one_graph is a uint8, not a function"  # said "you-int"
+    assert said("float") == "one_graph is a float, not a function"
+    assert said("") == "one_graph is a , not a function"  # no name: no vowel
+    assert say("common", "checks.as_expected", name="int", message="m") == "int (as expected): m"
+
+
 def test_braces_are_literal_when_doubled():
     assert language.placeholders("{{a}} {b} {c.d()}") == {"b", "c.d()"}
     assert language.fill("{{x}} {y}", str.upper) == "{x} Y"

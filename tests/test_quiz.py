@@ -675,7 +675,7 @@ def test_check_question_messages_in_full():
     }
     for name, (question, message) in cases.items():
         assert check_question(question).messages == [message], name
-    assert check_question(3).messages == ["make a Question(...), not a int"]
+    assert check_question(3).messages == ["make a Question(...), not an int"]
 
 
 def test_check_question_accepts_a_prompt_ending_in_a_full_width_question_mark():

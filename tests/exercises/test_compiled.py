@@ -70,7 +70,7 @@ def test_each_usual_mistake_gets_its_message():
 
 def test_answers_that_are_not_a_loss():
     assert "still `...`" in said(placeholder)[1] and "still `...`" in said(...)[1]
-    assert said(5)[1] == "one_graph is a int, not a function"
+    assert said(5)[1] == "one_graph is an int, not a function"
     assert said(lambda x, w: (1, 2))[1] == (
         "one_graph returned a tuple: return the loss, a tensor with one element"
     )

@@ -73,7 +73,7 @@ def test_snapshot_checker_reports_errors_instead_of_raising():
 
     only_hint(check_snapshot(broken), "take_snapshot(w) raised AttributeError")
     assert check_snapshot(42).messages == [
-        "pass the function itself: check_snapshot(take_snapshot), not a int."
+        "pass the function itself: check_snapshot(take_snapshot), not an int."
     ]
 
 
@@ -215,7 +215,7 @@ def test_cut_checker_reports_errors_instead_of_raising():
     only_hint(check_cut(broken), "only change requires_grad flags of leaf variables")
     (warned,) = check_cut(lambda f1: torch.tensor(f1).requires_grad_()).messages
     assert warned.startswith("PyTorch warned: To copy construct from a tensor")
-    assert check_cut(42).messages == ["pass the function itself: check_cut(cut), not a int."]
+    assert check_cut(42).messages == ["pass the function itself: check_cut(cut), not an int."]
 
 
 # -- sgd_update ---------------------------------------------------------------------------------
@@ -346,7 +346,7 @@ def test_sgd_warnings_are_reported():
 
     assert check_sgd_update(warns).messages == ["PyTorch warned: careful"]
     assert check_sgd_update(42).messages == [
-        "pass the function itself: check_sgd_update(sgd_update), not a int."
+        "pass the function itself: check_sgd_update(sgd_update), not an int."
     ]
 
 

@@ -100,12 +100,12 @@ def test_each_typical_mistake_gets_its_own_message():
 
 def test_placeholders_and_wrong_shapes_of_answer():
     assert "still `...`" in messages(...)[1]
-    assert "a int, not a function" in messages(3)[1]
+    assert "an int, not a function" in messages(3)[1]
     assert "returned nothing" in messages(lambda *a: ...)[1]
     assert "return a pair" in messages(lambda *a: [1, 2])[1]
     assert "raised ZeroDivisionError" in messages(lambda *a: 1 / 0)[1]
     ok, said = messages(lambda o, g, r, w: (right(o, g, r, w)[0], 5))
-    assert not ok and "a int: return a function finish()" in said
+    assert not ok and "an int: return a function finish()" in said
     ok, said = messages(lambda o, g, r, w: (right(o, g, r, w)[0], lambda: 1 / 0))
     assert "finish() raised ZeroDivisionError" in said
 
@@ -301,7 +301,7 @@ def test_a_failing_or_waiting_rank_is_explained():
 def test_what_is_not_a_def_is_refused_before_any_rank_starts():
     assert "still `...`" in hook_messages(placeholder)[1]
     assert "still `...`" in hook_messages(...)[1]
-    assert hook_messages(3)[1] == "average is a int, not a function"
+    assert hook_messages(3)[1] == "average is an int, not a function"
     assert "with def in a cell" in hook_messages(lambda p: None)[1]
     assert "with def in a cell" in hook_messages(print)[1]
 

@@ -84,7 +84,7 @@ def test_real_leaf_reports_errors_and_bad_input():
         "make_weight(values) raised ZeroDivisionError: division by zero"
     ]
     assert check_real_leaf(42).messages == [
-        "pass the function itself: check_real_leaf(make_weight), not a int."
+        "pass the function itself: check_real_leaf(make_weight), not an int."
     ]
 
 
@@ -437,7 +437,7 @@ def removes_middle(model):
             "after freeze_middle(model), a training step failed: it raised TypeError: "
             "'NoneType' object is not callable",
         ),
-        (3, "pass the function itself: check_freeze_middle(freeze_middle), not a int."),
+        (3, "pass the function itself: check_freeze_middle(freeze_middle), not an int."),
     ],
     ids=["everything", "eval", "weight-only", "first-too", "in-place", "broken", "not-callable"],
 )

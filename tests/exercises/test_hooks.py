@@ -378,7 +378,7 @@ CHECKERS = {
 @pytest.mark.parametrize("check", CHECKERS.values(), ids=CHECKERS.keys())
 def test_checkers_name_the_argument_that_is_not_a_tensor_of_its_shape(check):
     W, x, hidden = graph()
-    assert check(hidden, 3, x).messages == ["W should be a tensor, but it is a int."]
+    assert check(hidden, 3, x).messages == ["W should be a tensor, but it is an int."]
     assert check(hidden, W, torch.ones(3)).messages == ["x has shape [3], expected [2]."]
     assert check(None, W, x).messages == ["hidden should be a tensor, but it is a NoneType."]
 

@@ -195,7 +195,7 @@ def test_a_zero_row_must_stay_zero_within_1e_9():
 
 def test_not_a_function():
     assert check_clip(...).messages == ["clip_rows is still `...`: define it as a function"]
-    assert check_clip(3).messages == ["clip_rows is a int, not a function"]
+    assert check_clip(3).messages == ["clip_rows is an int, not a function"]
 
 
 def test_the_cases_are_not_changed_by_a_checker_run():

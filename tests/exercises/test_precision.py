@@ -169,7 +169,7 @@ def test_other_runs_and_answers_that_are_not_a_step():
     )
     assert "never moved" in said(lambda *args: None)[1]
     assert "still `...`" in said(placeholder)[1] and "still `...`" in said(...)[1]
-    assert said(3)[1] == "amp_step is a int, not a function"
+    assert said(3)[1] == "amp_step is an int, not a function"
     assert said(lambda *args: 1 / 0)[1].endswith("raised ZeroDivisionError: division by zero")
 
 

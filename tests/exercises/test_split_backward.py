@@ -180,9 +180,9 @@ def test_handoff_cut_f1_without_requires_grad():
 @pytest.mark.parametrize(
     ("models", "ff1", "ff2", "message"),
     [
-        (..., torch.zeros(1), torch.zeros(1), "models is a ellipsis"),
+        (..., torch.zeros(1), torch.zeros(1), "models is an ellipsis"),
         (None, torch.zeros(1), torch.zeros(1), "not the SplitModels"),
-        ("models", ..., torch.zeros(1), "ff1 is a ellipsis"),
+        ("models", ..., torch.zeros(1), "ff1 is an ellipsis"),
     ],
 )
 def test_handoff_bad_arguments_never_raise(models, ff1, ff2, message):
@@ -274,7 +274,7 @@ def test_one_optimizer_does_not_touch_the_global_seed():
 
 
 def test_one_optimizer_bad_arguments_never_raise():
-    assert "before is a ellipsis" in text(check_one_optimizer(build_models(), ...))
+    assert "before is an ellipsis" in text(check_one_optimizer(build_models(), ...))
     assert "not the SplitModels" in text(check_one_optimizer(None, {}))
     broken = check_one_optimizer(build_models(), {"x": torch.zeros(1)})
     assert "could not compare with the reference step" in text(broken)
@@ -369,7 +369,7 @@ def test_handoff_messages_say_which_stage_and_how_to_hand_back():
 def test_handoff_names_a_cut_that_is_missing_or_has_no_gradient():
     m = build_models()
     r = run_split(m, TOKENS, LABEL)
-    assert check_handoff(m, r.ff1, 3).messages == ["ff2 is a int, not the tensor at the cut"]
+    assert check_handoff(m, r.ff1, 3).messages == ["ff2 is an int, not the tensor at the cut"]
     r.ff2.grad = None
     assert check_handoff(m, r.ff1, r.ff2).messages == [
         "ff2.grad is None: run loss.backward() first (stage 3)"

@@ -72,6 +72,7 @@ MODULES: dict[str, list[str]] = {
     "helpers/ranks/cell_functions.py": ["tests/ranks/test_cell_functions.py"],
     "helpers/precision.py": ["tests/test_precision.py"],
     "helpers/module_hooks.py": ["tests/test_module_hooks.py"],
+    "helpers/compiled_graphs.py": ["tests/test_compiled_graphs.py"],
     "helpers/doctor/unregistered.py": [
         "tests/doctor/test_unregistered.py",
         "tests/doctor/test_doctor.py",
@@ -139,10 +140,6 @@ LEFT_OUT: dict[str, str] = {
     "helpers/ranks/split_display.py": "figures and the tinted source of 07; nothing computed",
     "helpers/ranks/schedule_display.py": "figures and source excerpts of 07b; nothing computed",
     "helpers/source.py": "source code as highlighted HTML; tests/ranks/test_split_run.py pins it",
-    "helpers/compiled_graphs.py": (
-        "not measured yet: every test compiles with torch.compile (seconds per mutant, over half "
-        "an hour for its 454 mutants); its first run, before its tests were completed, caught 73%"
-    ),
     "helpers/__init__.py": "the list of public names; tests/test_public_helpers.py checks it",
     "helpers/doctor/__init__.py": "the doctor's public names, re-exported from its modules",
 }
