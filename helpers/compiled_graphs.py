@@ -27,6 +27,7 @@ from typing import Any
 import graphviz
 
 from helpers.graph import COLOURS, NODE_ATTR, node_font, picture_bundle, title_font
+from helpers.naming import a_type
 
 __all__ = [
     "PARTITIONS",
@@ -78,7 +79,7 @@ def capture(
     from torch._functorch.aot_autograd import make_boxed_func
 
     if not callable(fn):
-        raise TypeError(f"capture() needs a function to compile, not a {type(fn).__name__}")
+        raise TypeError(f"capture() needs a function to compile, not {a_type(fn)}")
     graphs: dict[str, Any] = {}
     events: list[str] = []
 

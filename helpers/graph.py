@@ -19,7 +19,7 @@ import graphviz
 import torch
 
 from helpers.language import language, phrase, say
-from helpers.naming import named_tensors
+from helpers.naming import a_type, named_tensors
 from helpers.shapes import shape_text
 
 __all__ = [
@@ -262,7 +262,7 @@ def _check_roots(roots: tuple[object, ...], func: str) -> list[torch.Tensor]:
             shown = repr(r)
             shown = shown if len(shown) <= 40 else shown[:37] + "..."
             raise TypeError(
-                f"{func}() expects tensors; argument {i} is a {type(r).__name__} ({shown}). "
+                f"{func}() expects tensors; argument {i} is {a_type(r)} ({shown}). "
                 f"Pass the tensor whose graph you want, e.g. {func}(loss)"
             )
     return flat  # type: ignore[return-value]

@@ -19,6 +19,7 @@ from typing import Any
 import torch
 
 from helpers.display import drawn_in_language
+from helpers.naming import a_type
 from helpers.shapes import shape_text
 
 __all__ = ["RULE", "auc", "auc_figure", "binary_task"]
@@ -38,7 +39,7 @@ def _as_vector(values: Any, name: str) -> torch.Tensor:
             raise TypeError(f"{name} must be numbers; got {values!r:.80}") from err
     else:
         raise TypeError(
-            f"{name} must be a 1-D tensor or a list of numbers; got a {type(values).__name__}"
+            f"{name} must be a 1-D tensor or a list of numbers; got {a_type(values)}"
         )
     if tensor.dim() != 1:
         raise ValueError(

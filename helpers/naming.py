@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 
 import torch
 
-__all__ = ["HOW", "named_tensors"]
+__all__ = ["HOW", "a_type", "named_tensors"]
 
 #: What every helper accepts as names, as its error messages say.
 HOW = "a model (nn.Module), a dict of name -> tensor, or model.named_parameters()"
@@ -42,8 +42,15 @@ def named_tensors(
         else:
             result = {str(i): v for i, v in enumerate(items)}
     else:
-        raise TypeError(f"{argument} is a {type(obj).__name__}; pass {HOW}{tail}")
+        raise TypeError(f"{argument} is {a_type(obj)}; pass {HOW}{tail}")
     for name, value in result.items():
         if not isinstance(value, torch.Tensor):
-            raise TypeError(f"{argument}[{name!r}] is a {type(value).__name__}, not a tensor{tail}")
+            raise TypeError(f"{argument}[{name!r}] is {a_type(value)}, not a tensor{tail}")
     return result
+
+
+def a_type(value: object) -> str:
+    """The name of `value`'s type with its English article: "an int", "a list" (not "u": "a
+    uint8")."""
+    name = type(value).__name__
+    return f"{'an' if name[:1].lower() in ('a', 'e', 'i', 'o') else 'a'} {name}"

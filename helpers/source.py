@@ -18,6 +18,8 @@ import tokenize
 from collections.abc import Callable
 from typing import Any
 
+from helpers.naming import a_type
+
 __all__ = ["SourceView", "Tint", "show_source"]
 
 #: How a line is tinted: (bar colour, background colour), or None for a plain line.
@@ -137,7 +139,7 @@ def show_source(*functions: Callable[..., Any], tint: Tint | None = None) -> Sou
     for position, fn in enumerate(functions, start=1):
         if not (inspect.isfunction(fn) or inspect.ismethod(fn)):
             raise TypeError(
-                f"show_source: argument {position} is a {type(fn).__name__}, not a function; "
+                f"show_source: argument {position} is {a_type(fn)}, not a function; "
                 "pass the function itself, without calling it"
             )
         path = fn.__module__.replace(".", "/") + ".py"

@@ -36,6 +36,7 @@ from helpers.graph import (
     title_font,
 )
 from helpers.language import phrase, say
+from helpers.naming import a_type
 from helpers.shapes import shape_text
 
 __all__ = [
@@ -512,7 +513,7 @@ def arrangement_table(
     rows = []
     for name, models in runs.items():
         if not isinstance(models, SplitModels):
-            raise TypeError(f"runs[{name!r}] is a {type(models).__name__}, not SplitModels")
+            raise TypeError(f"runs[{name!r}] is {a_type(models)}, not SplitModels")
         rows.append(
             {
                 "arrangement": name,

@@ -68,7 +68,7 @@ def tensor_state(tensors: object = None, /, **named_tensors: torch.Tensor) -> Ta
     for name, t in named_tensors.items():
         if not isinstance(t, torch.Tensor):
             raise TypeError(
-                f"tensor_state(): {name}= is a {type(t).__name__}, not a tensor; "
+                f"tensor_state(): {name}= is {naming.a_type(t)}, not a tensor; "
                 f"pass tensors by name, e.g. tensor_state({name}=my_tensor)"
             )
     keys = {name: _storage_key(t) for name, t in named_tensors.items()}

@@ -29,7 +29,7 @@ def call_expect_warning(kind):
 
 ERRORS = [
     ("show_graph with no tensor", lambda: graph.show_graph(), TypeError, "at least one tensor"),
-    ("show_graph(int)", lambda: graph.show_graph(3), TypeError, r"argument 1 is a int \(3\)"),
+    ("show_graph(int)", lambda: graph.show_graph(3), TypeError, r"argument 1 is an int \(3\)"),
     ("show_graph(None)", lambda: graph.show_graph(None), TypeError, "argument 1 is a NoneType"),
     ("show_graph(str)", lambda: graph.show_graph("loss"), TypeError, "argument 1 is a str"),
     ("show_graph(module)", lambda: graph.show_graph(torch.nn.Linear(1, 1)), TypeError, "Linear"),
@@ -38,13 +38,13 @@ ERRORS = [
         "show_graph(list of tensors and an int)",
         lambda: graph.show_graph([torch.ones(1), 2]),
         TypeError,
-        "argument 2 is a int",
+        "argument 2 is an int",
     ),
     (
         "params as a number",
         lambda: graph.show_graph(torch.ones(1), params=1),
         TypeError,
-        "params is a int; pass a model",
+        "params is an int; pass a model",
     ),
     (
         "params value not a tensor",
@@ -56,8 +56,8 @@ ERRORS = [
     ("tensor_state(x=list)", lambda: state.tensor_state(x=[1.0]), TypeError, "x= is a list"),
     ("tensor_state(x=None)", lambda: state.tensor_state(x=None), TypeError, "x= is a NoneType"),
     ("snapshot(None)", lambda: params.snapshot(None), TypeError, "is None; pass a model"),
-    ("snapshot(int)", lambda: params.snapshot(5), TypeError, "is a int; pass a model"),
-    ("snapshot(dict of ints)", lambda: params.snapshot({"w": 1}), TypeError, r"\['w'\] is a int"),
+    ("snapshot(int)", lambda: params.snapshot(5), TypeError, "is an int; pass a model"),
+    ("snapshot(dict of ints)", lambda: params.snapshot({"w": 1}), TypeError, r"\['w'\] is an int"),
     (
         "snapshot(empty model)",
         lambda: params.snapshot(torch.nn.ReLU()),

@@ -169,7 +169,7 @@ def test_the_picture_draws_inputs_operations_and_the_output_in_their_colours(x):
 
 
 def test_what_cannot_be_captured_is_said_whole(x):
-    with pytest.raises(TypeError, match=r"^capture\(\) needs a function to compile, not a int$"):
+    with pytest.raises(TypeError, match=r"^capture\(\) needs a function to compile, not an int$"):
         capture(3, x)
     with pytest.raises(RuntimeError) as caught:
         capture(lambda t: t.detach().sum(), x)

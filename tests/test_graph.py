@@ -119,7 +119,7 @@ def test_long_chain_does_not_hit_recursion_limit():
     "args, message",
     [
         ((), "needs at least one tensor"),
-        ((3,), "argument 1 is a int"),
+        ((3,), "argument 1 is an int"),
         ((None,), "argument 1 is a NoneType"),
         (([1.0, 2.0],), "argument 1 is a float"),
     ],
@@ -131,9 +131,9 @@ def test_bad_roots_name_the_argument(args, message):
 
 def test_bad_params_are_explained():
     y = torch.ones(2, requires_grad=True).sum()
-    with pytest.raises(TypeError, match="params is a int; pass a model"):
+    with pytest.raises(TypeError, match="params is an int; pass a model"):
         show_graph(y, params=3)
-    with pytest.raises(TypeError, match=r"params\['w'\] is a int"):
+    with pytest.raises(TypeError, match=r"params\['w'\] is an int"):
         show_graph(y, params={"w": 3})
 
 
@@ -517,20 +517,21 @@ def test_bad_params_messages_show_an_example():
     with pytest.raises(TypeError) as kind:
         show_graph(y, params=3)
     assert str(kind.value) == (
-        "params is a int; pass a model (nn.Module), a dict of name -> tensor, or "
+        "params is an int; pass a model (nn.Module), a dict of name -> tensor, or "
         "model.named_parameters(); e.g. show_graph(loss, params=model) or params={'w': w}"
     )
     with pytest.raises(TypeError) as value:
         show_graph(y, params={"w": 3})
     assert str(value.value) == (
-        "params['w'] is a int, not a tensor; e.g. show_graph(loss, params=model) or params={'w': w}"
+        "params['w'] is an int, not a tensor; "
+        "e.g. show_graph(loss, params=model) or params={'w': w}"
     )
 
 
 def test_a_call_without_a_tensor_names_the_function_called():
     with pytest.raises(TypeError, match=r"^show_graph\(\) needs at least one tensor"):
         show_graph()
-    with pytest.raises(TypeError, match=r"^show_graph\(\) expects tensors; argument 1 is a int"):
+    with pytest.raises(TypeError, match=r"^show_graph\(\) expects tensors; argument 1 is an int"):
         show_graph(3)
 
 

@@ -68,7 +68,7 @@ def test_bad_known_says_what_to_pass():
     v = torch.ones(2, requires_grad=True)
     with pytest.raises(TypeError, match=r"a dict of name -> tensor, or model\.named_parameters"):
         saved_in_graph(v.exp(), known=3)
-    with pytest.raises(TypeError, match=r"known\['v'\] is a int"):
+    with pytest.raises(TypeError, match=r"known\['v'\] is an int"):
         saved_in_graph(v.exp(), known={"v": 3})
 
 
@@ -217,7 +217,7 @@ def test_bad_known_message_shows_an_example():
         with track_saved(known=1):
             pass
     assert str(err.value) == (
-        "known is a int; pass a model (nn.Module), a dict of name -> tensor, or "
+        "known is an int; pass a model (nn.Module), a dict of name -> tensor, or "
         "model.named_parameters(); e.g. known={'x': x, **dict(model.named_parameters())}"
     )
 

@@ -7,7 +7,7 @@ import torch
 
 from helpers.graph import autograd_graph
 from helpers.memory import saved_in_graph
-from helpers.naming import HOW, named_tensors
+from helpers.naming import HOW, a_type, named_tensors
 from helpers.params import snapshot
 from helpers.state import tensor_state
 
@@ -71,10 +71,25 @@ def test_bad_names_say_what_to_pass_in_every_helper():
         lambda: autograd_graph(torch.ones(1, requires_grad=True).sum(), params=3),
         lambda: saved_in_graph(torch.ones(1, requires_grad=True).exp(), known=3),
     ):
-        with pytest.raises(TypeError, match=re.escape(f"is a int; pass {HOW}")):
+        with pytest.raises(TypeError, match=re.escape(f"is an int; pass {HOW}")):
             call()
 
 
 def test_a_list_of_two_element_tensors_is_named_by_position_not_read_as_pairs():
     pair = [torch.ones(2), torch.zeros(2)]
     assert list(named_tensors(pair, "a")) == ["0", "1"]
+
+
+def test_a_type_is_named_with_its_article():
+    assert [a_type(v) for v in (ArithmeticError(), EOFError(), 3, object(), ...)] == [
+        "an ArithmeticError",
+        "an EOFError",
+        "an int",
+        "an object",
+        "an ellipsis",
+    ]
+    assert [a_type(v) for v in ([], UnicodeError(), None)] == [
+        "a list",
+        "a UnicodeError",  # said "you-nicode"
+        "a NoneType",
+    ]

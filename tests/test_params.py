@@ -98,7 +98,7 @@ def test_bad_arguments_are_named_in_the_message():
     with pytest.raises(TypeError) as number:
         param_diff(model(), 3)
     assert str(number.value) == (
-        "after is a int; pass a model (nn.Module), a dict of name -> tensor, "
+        "after is an int; pass a model (nn.Module), a dict of name -> tensor, "
         "or model.named_parameters()"
     )
     with pytest.raises(TypeError) as text:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from helpers.display import Figure, Table, data_fingerprint, figure_fonts, text_columns
 from helpers.graph import AutogradGraph, dot_available
+from helpers.naming import a_type
 
 __all__ = [
     "compact_png",
@@ -211,7 +212,7 @@ def snapshot_svg(*parts: object, title: str | None = None) -> str:
         elif isinstance(part, (Table, str)):
             made.append(_text_part(repr(part) if isinstance(part, Table) else part))
         else:
-            raise TypeError(f"snapshot_svg() cannot draw a {type(part).__name__}")
+            raise TypeError(f"snapshot_svg() cannot draw {a_type(part)}")
     width = max((p.width for p in made), default=0) + 2 * _GAP
     y = _GAP
     placed = []

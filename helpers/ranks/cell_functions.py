@@ -26,6 +26,8 @@ from typing import Any
 
 import torch
 
+from helpers.naming import a_type
+
 __all__ = ["CarriedFunction", "carry", "is_cell_function", "run_carried"]
 
 #: Values that cross to a rank as they are (and containers of them).
@@ -152,7 +154,7 @@ def carry(function: Callable[..., Any], _seen: frozenset[str] = frozenset()) -> 
             carried.values[used] = value
         else:
             raise TypeError(
-                f"{name}() uses {used!r}, a {type(value).__name__} made in the notebook. Each rank "
+                f"{name}() uses {used!r}, {a_type(value)} made in the notebook. Each rank "
                 f"is a new process that runs {name}()'s source alone: build {used!r} inside "
                 f"{name}(), pass it in run_ranks(..., kwargs={{...}}), or import it from a module"
             )

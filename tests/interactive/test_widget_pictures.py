@@ -24,7 +24,7 @@ def test_snapshot_svg_embeds_figures_and_rejects_other_things():
     svg = snapshot_svg(run.figure(), run.moves_table())
     assert "data:image/png;base64," in svg
     ET.fromstring(svg)
-    with pytest.raises(TypeError, match="cannot draw a int"):
+    with pytest.raises(TypeError, match="cannot draw an int"):
         snapshot_svg(3)
 
 
