@@ -72,6 +72,7 @@ def tensor_state(tensors: object = None, /, **named_tensors: torch.Tensor) -> Ta
                 f"pass tensors by name, e.g. tensor_state({name}=my_tensor)"
             )
     keys = {name: _storage_key(t) for name, t in named_tensors.items()}
+    reduced = any(t.dtype in REDUCED_PRECISION for t in named_tensors.values())
     rows = []
     for name, t in named_tensors.items():
         sharing = [
@@ -90,13 +91,12 @@ def tensor_state(tensors: object = None, /, **named_tensors: torch.Tensor) -> Ta
                 "retains_grad": t.retains_grad,
                 "version": t._version,
                 "shares storage with": ", ".join(sharing) or "-",
+                **({"dtype": _dtypes(t)} if reduced else {}),
             }
         )
     columns = list(STATE_COLUMNS)
-    if any(t.dtype in REDUCED_PRECISION for t in named_tensors.values()):
+    if reduced:
         columns.insert(columns.index("shape") + 1, "dtype")
-        for row, t in zip(rows, named_tensors.values(), strict=True):
-            row["dtype"] = _dtypes(t)
     return Table(columns, rows)
 
 

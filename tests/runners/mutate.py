@@ -151,10 +151,7 @@ _ARTICLE = "its messages name a type with its article (naming.a_type: 'an int')"
 REMEASURE: dict[str, str] = {
     "helpers/compiled_graphs.py": _ARTICLE,
     "helpers/graph.py": _ARTICLE,
-    "helpers/naming.py": _ARTICLE,
-    "helpers/ranks/cell_functions.py": _ARTICLE,
     "helpers/split.py": _ARTICLE,
-    "helpers/state.py": _ARTICLE,
 }
 
 _STATUS = re.compile(r"^\s*(\S+__mutmut_\d+): (.+)$")
