@@ -149,7 +149,6 @@ LEFT_OUT: dict[str, str] = {
 #: module not listed, and for a listed one whose row is current again (then delete its line).
 _ARTICLE = "its messages name a type with its article (naming.a_type: 'an int')"
 REMEASURE: dict[str, str] = {
-    "helpers/compiled_graphs.py": _ARTICLE,
     "helpers/graph.py": _ARTICLE,
     "helpers/split.py": _ARTICLE,
 }
