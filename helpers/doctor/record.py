@@ -258,7 +258,7 @@ class _Watch(TorchFunctionMode):
         recorder = self.recorder
         if recorder._busy or recorder._in_backward:  # the doctor's own arithmetic, in a hook,
             return func(*args, **kwargs)  # or the backward pass itself: not the learner's step
-        name = _call_name(func)  # Tensor.backward calls torch.autograd.backward: the stand-in's
+        name = _call_name(func)  # a backward reaches the recorder through its stand-in (start())
         if name == "_set_grad_enabled" and args and args[0] is False:
             recorder._grad_off = (_learner_location(), _decorated_function())
         # torch.autograd.grad hands its gradients back: they pass the parameters' hooks, yet none

@@ -147,11 +147,7 @@ LEFT_OUT: dict[str, str] = {
 #: Measured modules whose code changed since their row, each with why it waits: while a module is
 #: here its old row stands, marked stale. tests/runners/test_mutate_config.py fails for a changed
 #: module not listed, and for a listed one whose row is current again (then delete its line).
-_ARTICLE = "its messages name a type with its article (naming.a_type: 'an int')"
-REMEASURE: dict[str, str] = {
-    "helpers/graph.py": _ARTICLE,
-    "helpers/split.py": _ARTICLE,
-}
+REMEASURE: dict[str, str] = {}
 
 _STATUS = re.compile(r"^\s*(\S+__mutmut_\d+): (.+)$")
 _HEADER = "| module | tests | mutants | caught | of which hung | score | goal met | code |"
