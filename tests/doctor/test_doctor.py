@@ -465,6 +465,16 @@ def by_model(checkup, m) -> dict[str, set[str]]:
     return found
 
 
+def forward_through_cuts(m):
+    """06's forward: model 1, a cut, model 2, a cut, model 3 and its loss."""
+    f1 = m.model1(tokens)
+    ff1 = cut(f1)
+    f2 = m.model2(ff1)
+    ff2 = cut(f2)
+    _, loss = m.model3(ff2, label)
+    return f1, ff1, f2, ff2, loss
+
+
 def test_the_split_step_done_right_is_healthy():
     def step(m):
         f1 = m.model1(tokens)
@@ -512,11 +522,7 @@ def test_bug_1_a_cut_without_requires_grad():
 def test_bug_2_backward_in_the_wrong_order():
     m = build_models(seed=42)
     with doctor(m.named_parameters()) as checkup:
-        f1 = m.model1(tokens)
-        ff1 = cut(f1)
-        f2 = m.model2(ff1)
-        ff2 = cut(f2)
-        _, loss = m.model3(ff2, label)
+        _f1, _ff1, f2, ff2, loss = forward_through_cuts(m)
         try:
             f2.backward(ff2.grad)  # the bug: stage 2 first
             loss.backward()
@@ -533,11 +539,7 @@ def test_bug_2_backward_in_the_wrong_order():
 def test_a_stage_whose_backward_is_never_called():
     m = build_models(seed=42)
     with doctor(m.named_parameters()) as checkup:
-        f1 = m.model1(tokens)
-        ff1 = cut(f1)
-        f2 = m.model2(ff1)
-        ff2 = cut(f2)
-        _, loss = m.model3(ff2, label)
+        _f1, _ff1, f2, ff2, loss = forward_through_cuts(m)
         loss.backward()
         f2.backward(ff2.grad)  # stage 1 forgotten
     found = by_model(checkup, m)
@@ -551,11 +553,7 @@ def test_bug_3_the_middle_party_forgets_zero_grad():
     optim1, optim2, optim3 = make_optimizers(m)
 
     def step():
-        f1 = m.model1(tokens)
-        ff1 = cut(f1)
-        f2 = m.model2(ff1)
-        ff2 = cut(f2)
-        _, loss = m.model3(ff2, label)
+        f1, ff1, f2, ff2, loss = forward_through_cuts(m)
         optim3.zero_grad()
         loss.backward()
         optim3.step()
@@ -577,11 +575,7 @@ def test_bug_3_the_middle_party_forgets_zero_grad():
 
 def test_bug_4_the_wrong_tensors_gradient():
     def step(m):
-        f1 = m.model1(tokens)
-        ff1 = cut(f1)
-        f2 = m.model2(ff1)
-        ff2 = cut(f2)
-        _, loss = m.model3(ff2, label)
+        f1, _ff1, f2, ff2, loss = forward_through_cuts(m)
         loss.backward()
         f2.backward(ff2.grad)
         f1.backward(ff2.grad)  # the bug: ff2's gradient handed to model 1
@@ -598,11 +592,7 @@ def test_bug_4_the_wrong_tensors_gradient():
 
 def test_bug_4_with_the_gradient_copied_as_over_a_wire():
     def step(m):
-        f1 = m.model1(tokens)
-        ff1 = cut(f1)
-        f2 = m.model2(ff1)
-        ff2 = cut(f2)
-        _, loss = m.model3(ff2, label)
+        f1, _ff1, f2, ff2, loss = forward_through_cuts(m)
         loss.backward()
         f2.backward(ff2.grad.clone())  # a copy, as a message carries it: right
         f1.backward(ff2.grad.clone())  # the bug again, through a copy
@@ -616,11 +606,7 @@ def test_bug_4_with_the_gradient_copied_as_over_a_wire():
 
 def test_bug_4_handed_over_as_torch_autograd_backwards_grad_tensors():
     def step(m):
-        f1 = m.model1(tokens)
-        ff1 = cut(f1)
-        f2 = m.model2(ff1)
-        ff2 = cut(f2)
-        _, loss = m.model3(ff2, label)
+        f1, _ff1, f2, ff2, loss = forward_through_cuts(m)
         torch.autograd.backward(loss)
         torch.autograd.backward([f2], [ff2.grad])
         torch.autograd.backward(f1, grad_tensors=ff2.grad)  # the bug, by keyword

@@ -27,6 +27,7 @@ from helpers.doctor.verdicts import Conclusion, Finding, Judged, Verdict, conclu
 CUT_AT = Location("/nowhere/train.py", 7, "main")
 BACKWARD_AT = Location("/nowhere/train.py", 9, "main")
 STEP_AT = Location("/nowhere/train.py", 10, "main")
+_TORCH_BACKWARD = torch.autograd.backward  # the recorder stands in for it only while it runs
 
 
 # -- record -----------------------------------------------------------------------------------
@@ -81,14 +82,17 @@ def test_reach_keeps_what_it_found_on_either_side_of_a_cached_part():
     assert reach(b + part, cache) == {id(w), id(b)}  # the cached part is met first
 
 
-def recorded(block, named: dict[str, torch.Tensor], modules=None) -> Record:
-    """What a Recorder writes down while `block()` runs."""
+def recorded(block, named: dict[str, torch.Tensor], modules=None, raises=()) -> Record:
+    """What a Recorder writes down while `block()` runs (it may raise one of `raises`)."""
     recorder = Recorder(named, modules or {})
     recorder.start()
+    error = None
     try:
         block()
+    except raises as err:
+        error = err
     finally:
-        record = recorder.stop(None, None, None)
+        record = recorder.stop(None, error, None)
     return record
 
 
@@ -370,34 +374,21 @@ def test_the_wrong_hand_off_is_seen_however_the_gradient_is_passed(hand_off):
 
 def test_a_gradient_that_is_not_a_tensor_meets_torchs_own_error():
     w = torch.tensor([1.0, 2.0], requires_grad=True)
-    recorder = Recorder({"w": w}, {})
-    recorder.start()
-    error = None
-    try:
+
+    def block():
         a_in = (w * 2).detach().requires_grad_()
         a_in.sum().backward()  # a hand-off leaf with a gradient: the doctor compares with it
         torch.autograd.backward(w * 3, [[1.0, 1.0]])  # a list, not a tensor
-    except TypeError as err:
-        error = err
-    finally:
-        record = recorder.stop(None, error, None)
+
+    record = recorded(block, {"w": w}, raises=TypeError)
+    assert isinstance(record.error, TypeError)
     assert "gradient" in str(record.backwards[-1].error)  # torch's words, not the doctor's
-
-
-_TORCH_BACKWARD = torch.autograd.backward
 
 
 def test_torch_autograd_backward_is_given_back_when_the_block_fails():
     w = torch.tensor([1.0, 2.0], requires_grad=True)
-    recorder = Recorder({"w": w}, {})
-    recorder.start()
-    error = None
-    try:
-        torch.autograd.backward(w * 2)  # not a scalar: torch refuses
-    except RuntimeError as err:
-        error = err
-    finally:
-        record = recorder.stop(None, error, None)
+    not_a_scalar = w * 2  # torch refuses to start backward from it without a gradient
+    record = recorded(lambda: torch.autograd.backward(not_a_scalar), {"w": w}, raises=RuntimeError)
     assert torch.autograd.backward is _TORCH_BACKWARD
     assert isinstance(record.backwards[0].error, RuntimeError)
 
