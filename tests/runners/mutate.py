@@ -399,6 +399,24 @@ def write_table(results: list[ModuleResult], keep: str = "") -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
+def reread_configuration() -> None:
+    """MODULES, REMEASURE, LEFT_OUT and FORKSERVER as this file says now. A run takes minutes and
+    the file may change meanwhile (a module added, a row due again): the table written at the end
+    follows the file as it is then, not as it was when the run started."""
+    spec = importlib.util.spec_from_file_location("_mutate_now", Path(__file__))
+    assert spec is not None and spec.loader is not None
+    now = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = now  # its dataclasses look their module up there
+    try:
+        spec.loader.exec_module(now)
+    finally:
+        del sys.modules[spec.name]
+    for name in ("MODULES", "REMEASURE", "LEFT_OUT", "FORKSERVER"):
+        old, new = globals()[name], getattr(now, name)
+        old.clear()
+        old.update(new)
+
+
 def stale_reasons(results: list[ModuleResult], why: dict[str, dict[str, str]]) -> list[str]:
     """Explained mutants of the modules in `results` that did not survive this run."""
     stale = []
@@ -436,6 +454,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.survivors:
             for name in result.survivors:
                 print(f"  {name} ({result.statuses[name]}): {survivor_diff(module, name)}")
+    reread_configuration()
     keep = TABLE.read_text(encoding="utf-8") if args.modules and TABLE.exists() else ""
     TABLE.write_text(write_table(results, keep), encoding="utf-8")
     print(f"wrote {TABLE.name}" + (f" (the rows of {', '.join(args.modules)})" if keep else ""))

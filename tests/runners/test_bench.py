@@ -148,3 +148,69 @@ def test_the_header_names_the_processor(tmp_path):
     header = bench.render([], repeat=1).splitlines()[2]
     capability = torch.backends.cpu.get_cpu_capability()
     assert f"({bench.processor_name()}; torch's CPU kernels: {capability})" in header
+
+
+def benchmark_rows(text: str) -> dict[str, tuple[str, str]]:
+    """BENCHMARKS.md's table: measure → (value, met)."""
+    rows = {}
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if line.startswith("| ") and len(cells) == 4 and cells[0] != "measure":
+            rows[cells[0]] = (cells[1], cells[3])
+    return rows
+
+
+def quoted_figures(benchmarks: str) -> list[str]:
+    """What CONTRIBUTING.md's table of the loops must say, word for word, of the last `make bench`:
+    the time of `make check`, of `make test`, and the fastest and slowest one-notebook check."""
+    rows = benchmark_rows(benchmarks)
+    check = rows["make check in the same clone: lint and the unit tests"]
+    test = rows["make test in a fresh clone, install excluded (CI=true)"]
+    notebooks = sorted(
+        (float(value.split()[0]), measure.split()[2].removeprefix("NB="), met)
+        for measure, (value, met) in rows.items()
+        if measure.startswith("make test NB=")
+    )
+    assert notebooks, "BENCHMARKS.md times no one-notebook check: run `make bench`"
+    (low, fastest, _), (high, slowest, _) = notebooks[0], notebooks[-1]
+    within = sum(met == "yes" for *_, met in notebooks)
+    return [
+        f"last measured {check[0]}",
+        f"last measured {test[0]}",
+        f"last measured from {low:.1f} min (`NB={fastest}`) to {high:.1f} min (`NB={slowest}`); "
+        f"{within} of {len(notebooks)} notebooks within the goal",
+    ]
+
+
+def test_contributing_quotes_the_last_benchmark():
+    root = Path(__file__).resolve().parents[2]
+    contributing = (root / "CONTRIBUTING.md").read_text(encoding="utf-8")
+    loops = contributing[: contributing.index("## What each change must run")]
+    missing = [
+        figure
+        for figure in quoted_figures((root / "BENCHMARKS.md").read_text(encoding="utf-8"))
+        if figure not in loops
+    ]
+    assert not missing, f"CONTRIBUTING.md's loops must quote BENCHMARKS.md: {missing}"
+
+
+def test_the_quoted_figures_follow_the_table():
+    def notebook(name: str, value: str, met: str) -> str:
+        measure = f"make test NB={name} in the same clone: the one-notebook check"
+        return f"| {measure} | {value} | x | {met} |"
+
+    table = "\n".join([
+        "| measure | value | target | met |",
+        "|---|---|---|---|",
+        "| make check in the same clone: lint and the unit tests | 1.5 min (passed) | x | yes |",
+        "| make test in a fresh clone, install excluded (CI=true) | 11.2 min (FAILED) | x | NO |",
+        notebook("00", "2.0 min (passed)", "yes"),
+        notebook("07", "3.4 min (passed)", "NO"),
+        notebook("10b", "1.8 min (passed)", "yes"),
+    ])  # fmt: skip
+    assert quoted_figures(table) == [
+        "last measured 1.5 min (passed)",
+        "last measured 11.2 min (FAILED)",
+        "last measured from 1.8 min (`NB=10b`) to 3.4 min (`NB=07`); "
+        "2 of 3 notebooks within the goal",
+    ]

@@ -83,3 +83,17 @@ def test_a_machine_without_mutmut_is_told_to_install_it(monkeypatch):
     monkeypatch.setattr(mutate, "scratch_for", lambda module: pytest.fail("no scratch copy"))
     with pytest.raises(SystemExit, match="mutmut is not installed here: `make mutate` installs"):
         mutate.mutate("helpers/state.py")
+
+
+def test_the_table_follows_the_configuration_as_it_is_when_the_run_ends(tmp_path, monkeypatch):
+    # A run that started before helpers/naming.py was added to MODULES: its row stays.
+    monkeypatch.delitem(mutate.MODULES, "helpers/naming.py")
+    table = tmp_path / "MUTATION.md"
+    table.write_text(mutate.TABLE.read_text(encoding="utf-8"), encoding="utf-8")
+    monkeypatch.setattr(mutate, "TABLE", table)
+    measured = mutate.ModuleResult("helpers/state.py", {"a": "killed"})
+    monkeypatch.setattr(mutate, "mutate", lambda module: measured)
+    assert mutate.main(["helpers/state.py"]) == 0
+    rows = [line.split("|")[1].strip() for line in table.read_text().splitlines() if "|" in line]
+    assert "`helpers/naming.py`" in rows and "`helpers/state.py`" in rows
+    assert "helpers/naming.py" in mutate.MODULES
