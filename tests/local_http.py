@@ -1,10 +1,10 @@
-"""For tests that start a server on this machine: a free port, the address a Jupyter server got
-once it answers, the status a URL answers."""
+"""For tests that start a server on this machine: the address a Jupyter server got once it
+answers, the status a URL answers. No port is picked for a server beforehand: each binds one the
+system gives it."""
 
 import json
 import os
 import signal
-import socket
 import subprocess
 import time
 import urllib.error
@@ -13,16 +13,7 @@ from pathlib import Path
 
 import pytest
 
-__all__ = ["free_port", "http_status", "jupyter_port", "stop_process_group", "wait_for_jupyter"]
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port that is free right now: bind to port 0 and let the system pick one. (Whoever
-    binds it later can lose it to another program in between: use it only where the program
-    given it cannot pick its own.)"""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
+__all__ = ["http_status", "jupyter_port", "stop_process_group", "wait_for_jupyter"]
 
 
 def jupyter_port(runtime: Path) -> int | None:

@@ -99,8 +99,8 @@ def test_every_rank_runs_the_function_and_returns_its_value():
 
 def test_a_port_another_program_holds_does_not_stop_a_run(monkeypatch):
     """Rank 0 opens the group's store on a port the system gives it as it binds: a port found
-    free beforehand (as `free_port` finds one) and taken by another program before rank 0 binds
-    it would fail the run."""
+    free beforehand (bound to port 0, then let go) and taken by another program before rank 0
+    binds it would fail the run."""
     with socket.socket() as holder:
         holder.bind(("127.0.0.1", 0))
         holder.listen()
