@@ -465,6 +465,15 @@ def by_model(checkup, m) -> dict[str, set[str]]:
     return found
 
 
+def model1_handed_the_wrong_gradient(step):
+    """The checkup of a split step whose bug is ff2's gradient handed to model 1: model 1 is told
+    so, and models 2 and 3 learned."""
+    m, checkup = split_checkup(step)
+    found = by_model(checkup, m)
+    assert found == {"model1": {"wrong_handoff"}, "model2": {"learned"}, "model3": {"learned"}}
+    return checkup
+
+
 def forward_through_cuts(m):
     """06's forward: model 1, a cut, model 2, a cut, model 3 and its loss."""
     f1 = m.model1(tokens)
@@ -582,9 +591,7 @@ def test_bug_4_the_wrong_tensors_gradient():
         for optimizer in make_optimizers(m):
             optimizer.step()
 
-    m, checkup = split_checkup(step)
-    found = by_model(checkup, m)
-    assert found == {"model1": {"wrong_handoff"}, "model2": {"learned"}, "model3": {"learned"}}
+    checkup = model1_handed_the_wrong_gradient(step)
     assert checkup.where("model1.embed.weight").code == (
         "f1.backward(ff2.grad)  # the bug: ff2's gradient handed to model 1"
     )
@@ -599,9 +606,7 @@ def test_bug_4_with_the_gradient_copied_as_over_a_wire():
         for optimizer in make_optimizers(m):
             optimizer.step()
 
-    m, checkup = split_checkup(step)
-    found = by_model(checkup, m)
-    assert found == {"model1": {"wrong_handoff"}, "model2": {"learned"}, "model3": {"learned"}}
+    model1_handed_the_wrong_gradient(step)
 
 
 def test_bug_4_handed_over_as_torch_autograd_backwards_grad_tensors():
@@ -613,9 +618,7 @@ def test_bug_4_handed_over_as_torch_autograd_backwards_grad_tensors():
         for optimizer in make_optimizers(m):
             optimizer.step()
 
-    m, checkup = split_checkup(step)
-    found = by_model(checkup, m)
-    assert found == {"model1": {"wrong_handoff"}, "model2": {"learned"}, "model3": {"learned"}}
+    checkup = model1_handed_the_wrong_gradient(step)
     assert checkup.where("model1.embed.weight").code == (
         "torch.autograd.backward(f1, grad_tensors=ff2.grad)  # the bug, by keyword"
     )
