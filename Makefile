@@ -110,10 +110,11 @@ compat: $(STAMP)
 	$(BIN)/python -m tests.runners.compat $(COMPAT_ARGS)
 
 # Mutation score of the helpers (tests/runners/mutate.py says which modules and tests); writes MUTATION.md.
-# MODULES=helpers/state.py runs one module and prints its survivors instead.
+# MODULES=helpers/state.py runs one module and prints its survivors instead; STALE=1 measures the
+# modules whose code changed since their row (a stale row fails no test: run it in the background).
 mutate: $(STAMP)
 	$(BIN)/python -m pip install -q --disable-pip-version-check -c constraints.txt -e ".[mutate]"
-	$(BIN)/python -m tests.runners.mutate $(if $(MODULES),--survivors $(MODULES))
+	$(BIN)/python -m tests.runners.mutate $(if $(MODULES),--survivors $(MODULES)) $(if $(STALE),--stale)
 
 # Re-pin after changing dependencies (review the diff before committing).
 lock: $(STAMP)

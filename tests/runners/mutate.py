@@ -4,12 +4,12 @@
     python -m tests.runners.mutate helpers/state.py     one module: its row of MUTATION.md again
     python -m tests.runners.mutate --survivors helpers/state.py   the same, and each survivor's diff
     python -m tests.runners.mutate --table              MUTATION.md from the last run (new reasons)
-    python -m tests.runners.mutate --stale              the modules changed since their row
+    python -m tests.runners.mutate --stale              the modules changed since their row, again
 
 Each row records a hash of the code it measured (`code_hash`: the module's syntax tree without
-its imports, so a module that only moved keeps its row), and tests/runners/test_mutate_config.py
-fails when a module's code changed since its row was measured: one module's run brings its row up
-to date, and the other rows stay as they were.
+its imports, so a module that only moved keeps its row). A module whose code changed since is
+stale: no test fails on it (the score is an audit, run in the background); one module's run
+brings its row up to date, and the other rows stay as they were.
 
 Each module is mutated with only its own fast unit tests (never the notebooks: a mutant the
 8-minute nbval run would catch still counts as a survivor here). Every module runs in its own
@@ -143,11 +143,6 @@ LEFT_OUT: dict[str, str] = {
     "helpers/__init__.py": "the list of public names; tests/test_public_helpers.py checks it",
     "helpers/doctor/__init__.py": "the doctor's public names, re-exported from its modules",
 }
-
-#: Measured modules whose code changed since their row, each with why it waits: while a module is
-#: here its old row stands, marked stale. tests/runners/test_mutate_config.py fails for a changed
-#: module not listed, and for a listed one whose row is current again (then delete its line).
-REMEASURE: dict[str, str] = {}
 
 _STATUS = re.compile(r"^\s*(\S+__mutmut_\d+): (.+)$")
 _HEADER = "| module | tests | mutants | caught | of which hung | score | goal met | code |"
@@ -371,15 +366,13 @@ def write_table(results: list[ModuleResult], keep: str = "") -> str:
         "mutant is caught when a test fails, or when the tests hang on it (it makes a loop run "
         "forever, and mutmut stops them after its time limit); the hung ones are counted apart. "
         "`code` is the hash of the code measured (`tests.runners.mutate.code_hash`): a module "
-        "whose code changed since is measured again with `make mutate MODULES=helpers/...`.",
+        "whose code changed since is stale until it is measured again: `make mutate STALE=1` "
+        "lists the stale rows and measures them.",
         "",
         _HEADER,
         "|---|---|---:|---:|---:|---:|---|---|",
     ]
     lines += [rows[m] for m in MODULES if m in rows]
-    if REMEASURE:
-        lines += ["", "Stale rows: their module changed since it was measured.", ""]
-        lines += [f"- `{module}`: {reason}" for module, reason in REMEASURE.items()]
     lines += ["", "Left out, with the reason:", ""]
     lines += [f"- `{module}`: {reason}" for module, reason in LEFT_OUT.items()]
     lines += ["", "## Survivors", ""]
@@ -400,7 +393,7 @@ def write_table(results: list[ModuleResult], keep: str = "") -> str:
 
 
 def reread_configuration() -> None:
-    """MODULES, REMEASURE, LEFT_OUT and FORKSERVER as this file says now. A run takes minutes and
+    """MODULES, LEFT_OUT and FORKSERVER as this file says now. A run takes minutes and
     the file may change meanwhile (a module added, a row due again): the table written at the end
     follows the file as it is then, not as it was when the run started."""
     spec = importlib.util.spec_from_file_location("_mutate_now", Path(__file__))
@@ -411,7 +404,7 @@ def reread_configuration() -> None:
         spec.loader.exec_module(now)
     finally:
         del sys.modules[spec.name]
-    for name in ("MODULES", "REMEASURE", "LEFT_OUT", "FORKSERVER"):
+    for name in ("MODULES", "LEFT_OUT", "FORKSERVER"):
         old, new = globals()[name], getattr(now, name)
         old.clear()
         old.update(new)
@@ -437,12 +430,18 @@ def main(argv: list[str] | None = None) -> int:
         help="rewrite MUTATION.md from the last run's results (after editing the reasons)",
     )
     parser.add_argument(
-        "--stale", action="store_true", help="list the modules whose code changed since their row"
+        "--stale",
+        action="store_true",
+        help="measure only the modules whose code changed since their row (they are listed first)",
     )
     args = parser.parse_args(argv)
     if args.stale:
-        print("\n".join(stale_modules()) or "every row measured the code as it is")
-        return 0
+        if args.modules or args.table:
+            parser.error("--stale chooses the modules itself: give no modules, no --table")
+        args.modules = stale_modules()
+        print("stale rows: " + (", ".join(args.modules) or "none"))
+        if not args.modules:
+            return 0
     modules = args.modules or list(MODULES)
     if args.table and args.modules:
         parser.error("--table rewrites the whole table: give no modules")
