@@ -205,6 +205,11 @@ class ParameterRecord:
     #: a `helpers.doctor.unregistered.Unregistered` when the model holds this tensor without
     #: registering it (how, in which attribute, made at which line); None for a parameter
     unregistered: Any = None
+    #: None arrived as its gradient (a custom Function's backward may return None for an input),
+    #: from which backward function, and where that Function's `backward` is written
+    none_arrived: bool = False
+    none_from: str = "?"
+    none_written: Location | None = None
 
 
 @dataclass
@@ -360,8 +365,11 @@ class Recorder:
         if tensor.requires_grad and tensor.is_leaf:
             self._handles.append(tensor.register_hook(lambda g, p=parameter: self._arrives(p, g)))
 
-    def _arrives(self, parameter: ParameterRecord, grad: torch.Tensor) -> None:
+    def _arrives(self, parameter: ParameterRecord, grad: torch.Tensor | None) -> None:
         if self._handed_back:  # torch.autograd.grad's: it passes the hook, but not into .grad
+            return
+        if grad is None:  # a custom Function's backward returned None for it: nothing arrives
+            parameter.none_arrived = True
             return
         self._busy = True
         try:
@@ -418,8 +426,24 @@ class Recorder:
             raise
         finally:
             self._in_backward = False
+            self._name_none_givers([root for root, _ in pairs])
             for handle in hooks:
                 handle.remove()
+
+    def _name_none_givers(self, roots: list[torch.Tensor]) -> None:
+        """For each parameter that None arrived at, the backward function that feeds it."""
+        waiting = {id(p.tensor): p for p in self.record.parameters.values() if p.none_arrived}
+        seen, todo = set(), [root.grad_fn for root in roots]
+        while todo and waiting:
+            node = todo.pop()
+            if node is None or node in seen:
+                continue
+            seen.add(node)
+            for next_node, _ in node.next_functions:
+                found = waiting.pop(id(getattr(next_node, "variable", None)), None)
+                if found is not None:
+                    found.none_from, found.none_written = node.name(), _backward_location(node)
+                todo.append(next_node)
 
     def _wrong_handoff(self, root: torch.Tensor, gradient: torch.Tensor) -> frozenset[int]:
         """When `root.backward(leaf.grad)` is handed the gradient of a cut leaf whose values are not
@@ -481,6 +505,14 @@ class Recorder:
                 cuts = cuts | self._cuts_behind(t)
                 self._from_cut[id(t)] = (weakref.ref(t), cuts)
 
+    def _set_by_hand(self, tensor: Any, grad: torch.Tensor) -> None:
+        """`p.grad = g` (gradients from torch.autograd.grad, meta-learning, functional code): a
+        gradient arrives in .grad as surely as through backward()."""
+        parameter = self.record.parameters.get(id(tensor))
+        if parameter is not None:
+            parameter.incoming = grad.detach().clone()
+            parameter.waiting = "block"
+
     def _clears(self, name: str, args: tuple) -> None:
         """`p.grad = None` or `p.grad.zero_()` (what zero_grad() does) on a gradient that arrived
         in the block and no step used yet: where it happened."""
@@ -501,6 +533,8 @@ class Recorder:
         self._carry_cuts(name, args, kwargs, result)
         if name in ("grad=", "zero_"):
             self._clears(name, args)
+        if name == "grad=" and len(args) > 1 and isinstance(args[1], torch.Tensor):
+            self._set_by_hand(args[0], args[1])
         if name == "requires_grad=":
             if len(args) > 1 and args[1] is True and isinstance(args[0], torch.Tensor):
                 self._flagged[id(args[0])] = _learner_location()
@@ -528,6 +562,8 @@ class Recorder:
             return
         if not outputs and name not in CALLS_TO_PYTHON:
             return
+        if not torch.is_grad_enabled() and _in_custom_function():
+            return  # a custom Function's forward runs with grad off; its backward is the learner's
         grad_off_at, decorated = (None, None)
         if not torch.is_grad_enabled():
             grad_off_at, decorated = self._grad_off
@@ -572,6 +608,33 @@ class Recorder:
 
     def _step_ends(self, *_: Any) -> None:
         self._in_step = False
+
+
+def _backward_location(node: Any) -> Location | None:
+    """Where a custom Function's `backward` is written (None for torch's own functions)."""
+    code = getattr(getattr(getattr(node, "_forward_cls", None), "backward", None), "__code__", None)
+    if code is None:
+        return None
+    line = code.co_firstlineno  # a decorator's line, when there is one: the `def` comes after
+    lines = linecache.getlines(code.co_filename)
+    while line <= len(lines) and not lines[line - 1].lstrip().startswith("def "):
+        line += 1
+    return Location(code.co_filename, min(line, len(lines)) or code.co_firstlineno, code.co_name)
+
+
+def _in_custom_function() -> bool:
+    """Whether this call is made inside the forward of a `torch.autograd.Function` (its `apply`
+    is on the stack): torch runs that forward with grad off, and the Function's own backward
+    stands for everything in it, so nothing there is a cut."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code.co_name == "apply" and frame.f_globals.get("__name__") == _FUNCTION_MODULE:
+            return True
+        frame = frame.f_back
+    return False
+
+
+_FUNCTION_MODULE = torch.autograd.function.__name__
 
 
 def _roots(args: tuple, kwargs: dict) -> list[tuple[torch.Tensor, Any]]:

@@ -28,6 +28,7 @@ CAUSES = {
     "module_not_called": True,
     "unused": True,
     "not_reaching_loss": True,
+    "none_from_function": True,
     "nonfinite": True,
     "wrong_handoff": True,
     "leftover": True,
@@ -217,6 +218,9 @@ class _Judge:
             error = failed.error if failed is not None else record.error
             where = failed.at if failed is not None else record.error_at
             return _verdict("stopped", where, error=_error_line(error))
+        if r.none_arrived:
+            where = r.none_written or r.first_use
+            return _verdict("none_from_function", where, node=f"`{r.none_from}`")
         handoff = self._first_cut(r, intentional=True)
         if handoff is not None:
             return _verdict("handoff_not_called", handoff.location)
