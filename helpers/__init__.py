@@ -44,6 +44,21 @@ def __dir__() -> list[str]:
     return sorted(__all__)
 
 
+def load_ipython_extension(ipython: Any) -> None:
+    """`%load_ext helpers`: errors in this kernel's cells explain themselves, autograd's by their
+    family and line (`helpers.explain`), a cell run twice by its cause (`helpers.rerun`)."""
+    from helpers.explain.kernel import load
+
+    load(ipython)
+
+
+def unload_ipython_extension(ipython: Any) -> None:
+    """`%unload_ext helpers`: IPython's own tracebacks again."""
+    from helpers.explain.kernel import unload
+
+    unload(ipython)
+
+
 def _explain_reruns() -> None:
     """In a Jupyter kernel, errors of a cell run twice explain themselves (`helpers.rerun`)."""
     import sys

@@ -27,12 +27,12 @@ from typing import Any
 
 from helpers.language import say
 
-__all__ = ["HEADER_KEY", "explain", "install"]
+__all__ = ["HEADER_KEY", "INSTALLED", "explain", "handler", "install"]
 
 #: The text file key of the first line of every explanation (a test looks for it).
 HEADER_KEY = "rerun.header"
 _BACKWARD_TWICE = "Trying to backward through the graph a second time"
-_INSTALLED = "_autograd_notebooks_rerun"
+INSTALLED = "_autograd_notebooks_rerun"
 #: Per shell, the `In` numbers of the cells whose run raised (a cell that failed the first time
 #: too was not spoiled by its first run).
 _FAILED: dict[int, set[int]] = {}
@@ -45,16 +45,24 @@ def install(shell: Any = None) -> bool:
         shell = ipython.get_ipython() if ipython is not None else None
     if shell is None or not hasattr(shell, "set_custom_exc"):
         return False
-    if getattr(shell, _INSTALLED, False):
+    if getattr(shell, INSTALLED, False):
         return True
     shell.set_custom_exc((Exception,), _handler)
-    setattr(shell, _INSTALLED, True)
+    setattr(shell, INSTALLED, True)
     return True
 
 
-def _handler(shell: Any, etype: type, value: BaseException, tb: Any, tb_offset: Any = None):
+def _handler(
+    shell: Any,
+    etype: type,
+    value: BaseException,
+    tb: Any,
+    tb_offset: Any = None,
+    otherwise: Any = None,
+):
     """IPython's custom exception handler: shows the explanation, then (unless the explanation
-    says it all) the usual traceback. IPython ignores what a handler returns; it must show."""
+    says it all) the usual traceback. IPython ignores what a handler returns; it must show.
+    `otherwise(usual)`, when given, shows an error that is no re-run's (the autograd explainer)."""
     shown = usual = shell.InteractiveTB.structured_traceback(etype, value, tb, tb_offset=tb_offset)
     history = list(shell.user_ns.get("In", []))
     failed = _FAILED.setdefault(id(shell), set())
@@ -67,8 +75,13 @@ def _handler(shell: Any, etype: type, value: BaseException, tb: Any, tb_offset: 
         lines, complete = explanation
         said = [_bold(lines[0]), *lines[1:]]
         shown = said if complete else [*said, "", *usual]
+    elif otherwise is not None:
+        return otherwise(usual)
     shell._showtraceback(etype, value, shown)
     return shown
+
+
+handler = _handler
 
 
 def _bold(text: str) -> str:

@@ -46,7 +46,7 @@ _LIBRARY_DIRS = tuple(
 _NOT_LEARNER_MODULES = ("torch", "helpers")
 
 
-def _is_learners(frame: Any) -> bool:
+def is_learners(frame: Any) -> bool:
     module = frame.f_globals.get("__name__", "")
     if module.partition(".")[0] in _NOT_LEARNER_MODULES:
         return False
@@ -114,7 +114,7 @@ def _learner_location() -> Location | None:
     and the learner's line is skipped, so no caller has to count how deep it is called."""
     frame = sys._getframe(1)
     while frame is not None:
-        if _is_learners(frame):
+        if is_learners(frame):
             return Location(frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name)
         frame = frame.f_back
     return None
@@ -129,7 +129,7 @@ def _decorated_function() -> str | None:
         in_wrapper = frame.f_globals.get("__name__") == "torch.utils._contextlib"
         if in_wrapper and "func" in frame.f_locals:
             return getattr(frame.f_locals["func"], "__name__", None)
-        if _is_learners(frame):
+        if is_learners(frame):
             return None
         frame = frame.f_back
     return None
@@ -339,7 +339,7 @@ class Recorder:
         self.record.error = exc
         self.record.error_at = None
         while tb is not None:  # the innermost line of the learner's code the error passed
-            if _is_learners(tb.tb_frame):
+            if is_learners(tb.tb_frame):
                 self.record.error_at = Location(
                     tb.tb_frame.f_code.co_filename, tb.tb_lineno, tb.tb_frame.f_code.co_name
                 )

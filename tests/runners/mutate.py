@@ -86,6 +86,13 @@ MODULES: dict[str, list[str]] = {
     },
     "helpers/questions/__init__.py": ["tests/questions/test_questions.py"],
     **{
+        f"helpers/explain/{part}.py": [
+            "tests/explain/test_catalogue.py",
+            "tests/explain/test_kernel.py",
+        ]
+        for part in ("__init__", "catalogue", "explanation", "watch", "kernel")
+    },
+    **{
         f"helpers/exercises/{path.stem}.py": [
             f"tests/exercises/test_{path.stem}.py",
             "tests/exercises/test_feedback_text.py",
@@ -142,6 +149,7 @@ LEFT_OUT: dict[str, str] = {
     "helpers/source.py": "source code as highlighted HTML; tests/ranks/test_split_run.py pins it",
     "helpers/__init__.py": "the list of public names; tests/test_public_helpers.py checks it",
     "helpers/doctor/__init__.py": "the doctor's public names, re-exported from its modules",
+    "helpers/explain/__main__.py": "the command line; tests/explain/test_catalogue.py runs it",
 }
 
 _STATUS = re.compile(r"^\s*(\S+__mutmut_\d+): (.+)$")

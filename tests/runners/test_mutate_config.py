@@ -48,7 +48,9 @@ def test_the_committed_table_covers_every_module_meets_the_goal_and_explains_eve
     rows = table.splitlines()
     for module in mutate.MODULES:
         row = next((line for line in rows if line.startswith(f"| `{module}` |")), None)
-        assert row is not None, f"MUTATION.md has no row for {module}: run `make mutate`"
+        if row is None:  # a new module: stale until `make mutate STALE=1` measures it
+            assert module in mutate.stale_modules()
+            continue
         assert row.split("|")[7].strip() == "yes", row
     assert "not explained yet" not in table
     assert "## Reasons with no survivor" not in table

@@ -1,0 +1,443 @@
+"""The autograd errors the explainer knows, one family each: how to recognise torch's message,
+where the cause is read (the watch's records, the failing graph, the traceback), and the fix.
+
+Each family is a function `(error, scene) -> Explanation | None`, registered with the words of
+torch's message that name it. None means: this family cannot tell the cause; the error is then
+shown as torch raised it. `FAMILIES` lists them in the order they are tried.
+"""
+
+from __future__ import annotations
+
+import linecache
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from helpers.doctor.record import Location, is_learners
+from helpers.explain.explanation import Edit, Explanation, Place
+from helpers.explain.watch import InPlace, Watch, made_at
+from helpers.language import say
+
+__all__ = ["FAMILIES", "Family", "Scene", "scene_of"]
+
+
+@dataclass
+class Scene:
+    """Where an error happened: the learner's frames it passed (innermost last), the watch's
+    records (None when the explainer was off), and the tensors a failing backward started from."""
+
+    frames: list[tuple[Any, int]]  # (frame, line) of the learner's code, outermost first
+    watch: Watch | None
+    roots: list[torch.Tensor] = field(default_factory=list)
+
+    @property
+    def surfaced(self) -> Location | None:
+        if not self.frames:
+            return None
+        frame, line = self.frames[-1]
+        return Location(frame.f_code.co_filename, line, frame.f_code.co_name)
+
+
+def scene_of(tb: Any, watch: Watch | None) -> Scene:
+    """The learner's frames of traceback `tb`, and the roots of a backward it passed through."""
+    frames, roots = [], []
+    while tb is not None:
+        frame = tb.tb_frame
+        if is_learners(frame):
+            frames.append((frame, tb.tb_lineno))
+        elif not roots:
+            roots = _backward_roots(frame)
+        tb = tb.tb_next
+    return Scene(frames, watch, roots)
+
+
+def _backward_roots(frame: Any) -> list[torch.Tensor]:
+    """The tensors a backward started from, read from torch's own frame of that backward."""
+    module = frame.f_globals.get("__name__", "")
+    names = {"torch._tensor": "self", "torch.autograd": "tensors"}
+    local = names.get(module)
+    if module == "torch.autograd" and frame.f_code.co_name == "grad":
+        local = "outputs"
+    if local is None or frame.f_code.co_name not in ("backward", "grad"):
+        return []
+    value = frame.f_locals.get(local)
+    if isinstance(value, torch.Tensor):
+        return [value]
+    return [t for t in (value or ()) if isinstance(t, torch.Tensor)]
+
+
+@dataclass(frozen=True)
+class Family:
+    key: str
+    words: str  # words of torch's message that only this family's errors carry
+    explain: Callable[[BaseException, Scene], Explanation | None]
+
+
+FAMILIES: list[Family] = []
+
+
+def family(key: str, words: str):
+    def register(function):
+        FAMILIES.append(Family(key, words, function))
+        return function
+
+    return register
+
+
+def _text(family: str, key: str, **values: Any) -> str:
+    return say("common", f"explain.{family}.{key}", **values)
+
+
+def _explanation(key: str, error: BaseException, places: list[Place], **parts: Any):
+    return Explanation(
+        family=key,
+        places=tuple(p for p in places if p.at is not None),
+        torch_message=str(error).strip(),
+        error_type=type(error).__name__,
+        **parts,
+    )
+
+
+def _walk(roots: list[Any]) -> Iterator[Any]:
+    """Every backward function reachable from `roots` (grad_fn objects), each once."""
+    seen, todo = set(), list(roots)
+    while todo:
+        node = todo.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        yield node
+        todo.extend(n for n, _ in getattr(node, "next_functions", ()))
+
+
+def _saved_raising(node: Any, words: str) -> str | None:
+    """The first `_saved_...` attribute of `node` whose reading raises an error with `words`."""
+    for attribute in dir(node):
+        if attribute.startswith("_saved_"):
+            try:
+                getattr(node, attribute)
+            except RuntimeError as err:
+                if words in str(err):
+                    return attribute
+    return None
+
+
+# -- in-place change of a saved tensor ---------------------------------------------------------
+
+_VERSION = re.compile(
+    r"\[torch\.\w+ \[(?P<shape>[\d, ]*)\]\](?:, which is output \d+ of (?P<op>\w+),)? "
+    r"is at version (?P<now>\d+); expected version (?P<expected>\d+) instead"
+)
+
+
+@family("inplace_saved", "has been modified by an inplace operation")
+def inplace_saved(error: BaseException, scene: Scene) -> Explanation | None:
+    found = _VERSION.search(str(error))
+    if found is None:
+        return None
+    shape = tuple(int(n) for n in found["shape"].replace(" ", "").split(",") if n)
+    expected = int(found["expected"])
+    stale = next(
+        (
+            (node, attribute)
+            for node in _walk([r.grad_fn for r in scene.roots])
+            if (attribute := _saved_raising(node, "modified by an inplace")) is not None
+        ),
+        None,
+    )
+    change = _the_change(scene.watch, shape, expected, found["op"], stale)
+    if change is None or change.at is None:
+        return None
+    node_name = stale[0].name() if stale else (found["op"] or "?")
+    saved_at = made_at(stale[0]) if stale else None
+    places = [
+        Place("saved", saved_at, _text("inplace_saved", "saved_detail", node=node_name)),
+        Place(
+            "changed", change.at, f"{change.call}: {change.version_before} → {change.version_after}"
+        ),
+        Place("surfaced", scene.surfaced),
+    ]
+    what = _text("inplace_saved", "what", node=node_name, call=change.call)
+    edit = _out_of_place(change)
+    fix = ""
+    if edit is None:
+        if ".step(" in _code(change.at):
+            fix = _text("inplace_saved", "fix_step", step=_code(change.at))
+        else:
+            fix = _text("inplace_saved", "fix_inside", call=change.call)
+    return _explanation(
+        "inplace_saved",
+        error,
+        places,
+        what=what,
+        edits=(edit,) if edit else (),
+        fix=fix,
+        not_this=_text("inplace_saved", "not_this"),
+    )
+
+
+def _the_change(
+    watch: Watch | None, shape: tuple, expected: int, op: str | None, stale: Any
+) -> InPlace | None:
+    """The in-place call that moved the stale tensor from the version backward expected: among
+    the watch's records of that shape and first version, one whose tensor the stale backward
+    function is next to (its output, or an input), else the latest."""
+    if watch is None:
+        return None
+    if stale is not None:  # the records whose tensor the stale node saved: by graph or storage
+        near = _near(stale[0])
+        confirmed = [r for r in watch.inplace if r.version_before == expected and _touches(r, near)]
+        if confirmed:
+            return confirmed[-1]
+    candidates = [r for r in watch.inplace if r.shape == shape and r.version_before == expected]
+    if op:
+        candidates = [r for r in candidates if r.made_by.startswith(op)] or candidates
+    return candidates[-1] if candidates else None
+
+
+def _near(node: Any) -> tuple[set[Any], set[int]]:
+    """The backward functions within two steps of `node`, and the storages of the leaves there."""
+    nodes, storages, todo = {node}, set(), [(node, 0)]
+    while todo:
+        current, depth = todo.pop()
+        variable = getattr(current, "variable", None)
+        if isinstance(variable, torch.Tensor):
+            storages.add(variable.untyped_storage().data_ptr())
+        if depth < 2:
+            for n, _ in getattr(current, "next_functions", ()):
+                if n is not None:
+                    nodes.add(n)
+                    todo.append((n, depth + 1))
+    return nodes, storages
+
+
+def _touches(record: InPlace, near: tuple[set[Any], set[int]]) -> bool:
+    nodes, storages = near
+    if record.storage and record.storage in storages:
+        return True
+    tensor = record.tensor()
+    if tensor is None or tensor.grad_fn is None:
+        return False
+    return any(n in nodes for n in _walk_limited(tensor.grad_fn, 2))
+
+
+def _walk_limited(node: Any, depth: int) -> Iterator[Any]:
+    yield node
+    if depth:
+        for n, _ in getattr(node, "next_functions", ()):
+            if n is not None:
+                yield from _walk_limited(n, depth - 1)
+
+
+_METHOD_CALL = re.compile(r"^(?P<target>[\w.\[\]]+)\.(?P<method>\w+)_\((?P<args>.*)\)\s*$")
+_AUGMENTED = re.compile(r"^(?P<target>[\w.]+)\s*(?P<op>[-+*/])=\s*(?P<value>.+)$")
+
+
+#: what torch reports for `+=`, `-=`, `*=`, `/=`
+_AUGMENTED_CALLS = {
+    "+": ("add_", "__iadd__"),
+    "-": ("sub_", "__isub__"),
+    "*": ("mul_", "__imul__"),
+    "/": ("div_", "__itruediv__"),
+}
+
+
+def _code(at: Location) -> str:
+    """The line without a trailing comment (a `#` inside a string is rare in such lines)."""
+    return at.code.split("  #")[0].split(" # ")[0].strip()
+
+
+def _out_of_place(change: InPlace) -> Edit | None:
+    """The learner's in-place line written out of place, when it is a line of one call."""
+    code = _code(change.at)
+    if (m := _METHOD_CALL.match(code)) and m["method"] + "_" == change.call:
+        return Edit(change.at, f"{m['target']} = {m['target']}.{m['method']}({m['args']})")
+    if (m := _AUGMENTED.match(code)) and change.call in _AUGMENTED_CALLS[m["op"]]:
+        return Edit(change.at, f"{m['target']} = {m['target']} {m['op']} {m['value']}")
+    if change.call == "__setitem__" and "=" in code:
+        target = code.split("[", 1)[0].strip()
+        if target.isidentifier():
+            return Edit(change.at, f"{target} = {target}.clone()\n{code}")
+    return None
+
+
+# -- backward through a freed graph ------------------------------------------------------------
+
+
+@family("backward_twice", "backward through the graph a second time")
+def backward_twice(error: BaseException, scene: Scene) -> Explanation | None:
+    roots = [r.grad_fn for r in scene.roots]
+    watch = scene.watch
+    if watch is None:
+        return None
+    # the failing backward frees its own graph's saved tensors as it goes: the node to name is a
+    # freed one that an earlier backward's graph holds
+    freed_nodes = [n for n in _walk(roots) if _saved_raising(n, "already been freed")]
+    earlier, freed = [], None
+    for b in reversed(list(watch.backwards)[:-1]):
+        if b.retain_graph:
+            continue
+        graph = set(_walk(list(b.roots)))
+        freed = next((n for n in freed_nodes if n in graph), None)
+        if freed is not None:
+            earlier = [b]
+            break
+    if freed is None or earlier[-1].at is None:
+        return None
+    first = earlier[-1]
+    surfaced = scene.surfaced
+    places = [
+        Place("made", made_at(freed), freed.name()),
+        Place("freed", first.at),
+        Place("surfaced", surfaced),
+    ]
+    carried = _carried(scene, freed)
+    loop = surfaced is not None and first.at.line == surfaced.line
+    not_this = _text("backward_twice", "not_this")
+    if loop and carried is not None:
+        name, bound_at = carried  # cut off what the last step left, before this step uses it
+        edit = Edit(bound_at, f"{name} = {name}.detach()\n{_code(bound_at)}")
+        what = _text("backward_twice", "what_carried", name=name, node=freed.name())
+        places.insert(1, Place("carried", bound_at, name))
+        return _explanation(
+            "backward_twice", error, places, what=what, edits=(edit,), not_this=not_this
+        )
+    what = _text("backward_twice", "what_shared", node=freed.name())
+    fix = _text("backward_twice", "fix_shared", first=first.at.code)
+    return _explanation("backward_twice", error, places, what=what, fix=fix)
+
+
+def _carried(scene: Scene, freed: Any) -> tuple[str, Location] | None:
+    """A name of the learner's frame whose tensor reaches `freed` and is not the failing root:
+    the state carried into this step. Its line: the last assignment to it in the loop that
+    reads it too (h = cell(x, h)), else where the name is bound."""
+    if not scene.frames:
+        return None
+    frame, _ = scene.frames[-1]
+    roots = {id(r) for r in scene.roots}
+    for name, value in frame.f_locals.items():
+        if not isinstance(value, torch.Tensor) or id(value) in roots or value.grad_fn is None:
+            continue
+        if freed in set(_walk([value.grad_fn])):
+            line = _binding_line(frame, name)
+            if line is not None:
+                return name, Location(frame.f_code.co_filename, line, frame.f_code.co_name)
+    return None
+
+
+def _binding_line(frame: Any, name: str) -> int | None:
+    lines = linecache.getlines(frame.f_code.co_filename)
+    pattern = re.compile(rf"^\s*{re.escape(name)}\s*(?:,[^=]*)?=(?!=)")
+    found = [i + 1 for i, text in enumerate(lines) if pattern.match(text)]
+    reading = [
+        n for n in found if re.search(rf"\b{re.escape(name)}\b", lines[n - 1].split("=", 1)[1])
+    ]
+    chosen = reading or found
+    return chosen[-1] if chosen else None
+
+
+# -- no graph to go back through -----------------------------------------------------------------
+
+
+@family("no_graph", "does not require grad and does not have a grad_fn")
+def no_graph(error: BaseException, scene: Scene) -> Explanation | None:
+    watch = scene.watch
+    root = scene.roots[0] if scene.roots else None
+    if watch is None or root is None:
+        return None
+    cut = next((c for c in reversed(watch.cuts) if any(r() is root for r in c.results)), None)
+    if cut is None:
+        cut = next(reversed(watch.cuts), None)
+    if cut is None or cut.at is None:
+        return None
+    places = [Place("cut", cut.at, f"{cut.call}()"), Place("surfaced", scene.surfaced)]
+    if not cut.grad_enabled and watch.grad_off_at is not None:
+        places.insert(0, Place("grad_off", watch.grad_off_at))
+        fix = _text("no_graph", "fix_grad_off")
+    elif cut.call in ("item", "tolist", "numpy", "__float__"):
+        fix = _text("no_graph", "fix_python", call=cut.call)
+    elif cut.call in ("argmax", "argmin", "round", "floor", "ceil", "sign", "eq", "gt", "lt"):
+        fix = _text("no_graph", "fix_integer", call=cut.call)
+    else:
+        fix = _text("no_graph", "fix_other", call=cut.call)
+    return _explanation(
+        "no_graph",
+        error,
+        places,
+        what=_text("no_graph", "what", call=cut.call),
+        fix=fix,
+        not_this=_text("no_graph", "not_this"),
+    )
+
+
+# -- errors whose cause is the line that raised --------------------------------------------------
+
+
+def _at_the_line(key: str, edit: Callable[[str], str | None] | None = None):
+    """A family whose causal line is the line that raised: say what, and the edit of that line."""
+
+    def explain(error: BaseException, scene: Scene) -> Explanation | None:
+        at = scene.surfaced
+        if at is None:
+            return None
+        new = edit(_code(at)) if edit is not None else None
+        return _explanation(
+            key,
+            error,
+            [Place("surfaced", at)],
+            what=_text(key, "what"),
+            edits=(Edit(at, new),) if new else (),
+            fix=_text(key, "fix"),
+            not_this=_text(key, "not_this"),
+        )
+
+    return explain
+
+
+def _sub(pattern: str, replacement: str) -> Callable[[str], str | None]:
+    compiled = re.compile(pattern)
+
+    def edit(code: str) -> str | None:
+        new, count = compiled.subn(replacement, code, count=1)
+        return new if count else None
+
+    return edit
+
+
+_LEAF_UPDATE = re.compile(r"^(?P<target>[\w.]+)\s*(?P<op>[-+*/])=\s*(?P<value>.+)$")
+
+
+def _under_no_grad(code: str) -> str | None:
+    if _LEAF_UPDATE.match(code) or _METHOD_CALL.match(code):
+        return f"with torch.no_grad():\n    {code}"
+    return None
+
+
+for _key, _words, _edit in [
+    ("leaf_inplace", "a leaf Variable that requires grad is being used in an in-place",
+     _under_no_grad),
+    ("scalar_output", "grad can be implicitly created only for scalar outputs",
+     _sub(r"\b(\w+)\.backward\(\)", r"\1.sum().backward()")),
+    ("numpy_requires_grad", "Can't call numpy() on Tensor that requires grad",
+     _sub(r"(?<!detach\(\))\.numpy\(\)", ".detach().numpy()")),
+    ("hook_no_grad", "cannot register a hook on a tensor that doesn't require gradient", None),
+    ("requires_grad_dtype", "can require gradients",
+     _sub(r"\.requires_grad_\(\)", ".float().requires_grad_()")),
+    ("requires_grad_nonleaf", "you can only change requires_grad flags of leaf variables",
+     _sub(r"^(\w+)\.requires_grad\s*=\s*False$", r"\1 = \1.detach()")),
+    ("unused_input", "appears to not have been used in the graph", None),
+    ("inference_saved", "Inference tensors cannot be saved for backward",
+     _sub(r"torch\.inference_mode\(\)", "torch.no_grad()")),
+    ("view_inplace", "is a view and is being modified inplace", None),
+    ("view_no_grad_inplace", "A view was created in no_grad mode and is being modified inplace",
+     None),
+    ("function_gradient_shape", "returned an invalid gradient at index", None),
+    ("function_gradient_count", "returned an incorrect number of gradients", None),
+    ("share_nonleaf", "Cowardly refusing to serialize non-leaf tensor which requires_grad",
+     None),
+    ("ddp_ready_twice", "Expected to mark a variable ready only once", None),
+]:  # fmt: skip
+    family(_key, _words)(_at_the_line(_key, _edit))

@@ -1,0 +1,219 @@
+"""What the explainer writes down while it is on: the few facts an error's cause needs later.
+
+A torch function mode (`torch.overrides.TorchFunctionMode`) sees every torch call with its
+arguments. For most calls the watch only notes, on the backward function the result gets, the
+line of the learner's code that made it (in the node's own `metadata`, as anomaly mode keeps its
+traceback there). It writes more for a few kinds of call:
+
+- an in-place call (`mul_`, `h[0] = 0`, `copy_`, an `out=` argument): the tensor's version before
+  and after, what made the tensor (its `grad_fn` then), and the line;
+- a backward (`loss.backward()`, `torch.autograd.backward`, `torch.autograd.grad`): the line and
+  the graph it started from, so a later "backward through the graph a second time" can name the
+  backward that freed what the failing one needs;
+- a cut: a call whose tensor inputs require grad and whose result does not (`.item()`, `.numpy()`,
+  `.detach()`, an integer `argmax`, anything under `no_grad`), with the line, so that "element 0 of
+  tensors does not require grad" can name where the graph stopped.
+
+Each list keeps only its last entries, so a long training loop holds no more than a few hundred
+small records. Nothing is changed: every call computes what it would compute without the watch.
+"""
+
+from __future__ import annotations
+
+import sys
+import weakref
+from collections import deque
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch.overrides import TorchFunctionMode
+
+from helpers.doctor.record import Location, is_learners
+
+__all__ = ["Backward", "Cut", "InPlace", "Watch", "learner_location", "made_at"]
+
+#: The key under which a backward function's `metadata` holds the line that made it.
+MADE_AT = "helpers.explain.made_at"
+#: How many of each kind of record are kept (the latest).
+KEPT = 256
+#: Calls that leave torch for a Python value: a cut, though they return no tensor.
+TO_PYTHON = {"item", "tolist", "numpy", "__float__", "__int__", "__index__", "__bool__"}
+#: Calls the watch never counts as a cut (they compute nothing a gradient could flow through).
+_NOT_CUTS = {"backward", "register_hook", "retain_grad", "requires_grad_", "__set__", "__get__"}
+
+
+def learner_location(frame: Any) -> Location | None:
+    """The innermost frame of the learner's code from `frame` outwards (not torch's, not the
+    course's, not an installed package's)."""
+    while frame is not None:
+        if is_learners(frame):
+            return Location(frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name)
+        frame = frame.f_back
+    return None
+
+
+def made_at(node: Any) -> Location | None:
+    """The line of the learner's code that made backward function `node`, if the watch saw it."""
+    metadata = getattr(node, "metadata", None)
+    return metadata.get(MADE_AT) if isinstance(metadata, dict) else None
+
+
+@dataclass(frozen=True)
+class InPlace:
+    """One in-place call: on what, from which version to which, where."""
+
+    call: str
+    shape: tuple[int, ...]
+    made_by: str  # the name of the tensor's grad_fn before the call ("" for a leaf)
+    storage: int  # the data pointer of its storage: a view and its base share it
+    version_before: int
+    version_after: int
+    at: Location | None
+    tensor: weakref.ref  # the tensor itself, while it lives
+
+
+@dataclass(frozen=True)
+class Backward:
+    """One backward the learner's code started: where, and from which graph."""
+
+    call: str
+    at: Location | None
+    roots: tuple[Any, ...]  # the roots' grad_fn (None for a root without one)
+    retain_graph: bool
+
+
+@dataclass(frozen=True)
+class Cut:
+    """A call that returned no graph from inputs that had one: where, and what it returned."""
+
+    call: str
+    at: Location | None
+    grad_enabled: bool
+    results: tuple[weakref.ref, ...]
+
+
+class Watch(TorchFunctionMode):
+    """The explainer's eyes: enter it (a context manager, or `start()`) and every torch call on
+    this thread is seen. Records live on the watch; `clear()` forgets them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.inplace: deque[InPlace] = deque(maxlen=KEPT)
+        self.backwards: deque[Backward] = deque(maxlen=KEPT // 16)
+        self.cuts: deque[Cut] = deque(maxlen=KEPT // 4)
+        self.grad_off_at: Location | None = None
+        self._depth = 0  # the watch's own work (a backward's hooks) is not the learner's
+
+    def clear(self) -> None:
+        self.inplace.clear()
+        self.backwards.clear()
+        self.cuts.clear()
+        self.grad_off_at = None
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if self._depth:
+            return func(*args, **kwargs)
+        name = getattr(func, "__name__", "")
+        if name in ("backward", "grad") and func in _BACKWARDS:
+            self._backward(name, args, kwargs)
+            self._depth += 1
+            try:
+                return func(*args, **kwargs)
+            finally:
+                self._depth -= 1
+        if name == "_set_grad_enabled" and args and args[0] is False:
+            self.grad_off_at = learner_location(sys._getframe(1))
+        inplace = (name.endswith("_") and not name.endswith("__")) or name == "__setitem__"
+        if inplace or "out" in kwargs:
+            target = kwargs["out"] if "out" in kwargs else (args[0] if args else None)
+            if isinstance(target, torch.Tensor):
+                return self._inplace(func, name, [target], args, kwargs)
+            if isinstance(target, (list, tuple)) and name.startswith("_foreach"):
+                tensors = [t for t in target if isinstance(t, torch.Tensor)]
+                return self._inplace(func, name, tensors, args, kwargs)
+        result = func(*args, **kwargs)
+        if type(result) is torch.Tensor:
+            node = result.grad_fn
+            if node is not None:
+                node.metadata[MADE_AT] = learner_location(sys._getframe(1))
+                return result
+        if name in TO_PYTHON or not (result is None or name in _NOT_CUTS):
+            self._maybe_cut(name, args, kwargs, result)
+        return result
+
+    def _inplace(self, func: Any, name: str, targets: list, args: tuple, kwargs: dict):
+        before = [(t._version, t.grad_fn) for t in targets]
+        result = func(*args, **kwargs)
+        at = learner_location(sys._getframe(2))
+        for target, (version, made_by) in zip(targets, before, strict=True):
+            self.inplace.append(
+                InPlace(
+                    call=name,
+                    shape=tuple(target.shape),
+                    made_by=made_by.name() if made_by is not None else "",
+                    storage=_storage(target),
+                    version_before=version,
+                    version_after=target._version,
+                    at=at,
+                    tensor=weakref.ref(target),
+                )
+            )
+            node = target.grad_fn
+            if node is not None and MADE_AT not in node.metadata:
+                node.metadata[MADE_AT] = at
+        return result
+
+    def _backward(self, name: str, args: tuple, kwargs: dict) -> None:
+        first = args[0] if args else kwargs.get("tensors", kwargs.get("outputs"))
+        roots = [first] if isinstance(first, torch.Tensor) else list(first or ())
+        # retain_graph is the third positional of both backwards, the fourth of grad
+        position = 2 if name == "backward" else 3
+        retain = kwargs.get("retain_graph", args[position] if len(args) > position else None)
+        self.backwards.append(
+            Backward(
+                call=name,
+                at=learner_location(sys._getframe(2)),
+                roots=tuple(r.grad_fn for r in roots if isinstance(r, torch.Tensor)),
+                retain_graph=bool(retain) or bool(kwargs.get("create_graph")),
+            )
+        )
+
+    def _maybe_cut(self, name: str, args: tuple, kwargs: dict, result: Any) -> None:
+        inputs = [a for a in args if isinstance(a, torch.Tensor)]
+        if not any(t.requires_grad for t in inputs):
+            return
+        outputs = [result] if isinstance(result, torch.Tensor) else []
+        if isinstance(result, (tuple, list)):
+            outputs = [t for t in result if isinstance(t, torch.Tensor)]
+        if any(t.requires_grad for t in outputs):
+            return
+        if not outputs and name not in TO_PYTHON:
+            return
+        self.cuts.append(
+            Cut(
+                call=name,
+                at=learner_location(sys._getframe(2)),
+                grad_enabled=torch.is_grad_enabled(),
+                results=tuple(weakref.ref(t) for t in outputs),
+            )
+        )
+
+    def start(self) -> Watch:
+        """Switch the watch on for this thread until `stop()` (a script's whole run)."""
+        self.__enter__()
+        return self
+
+    def stop(self) -> None:
+        self.__exit__(None, None, None)
+
+
+_BACKWARDS = {torch.Tensor.backward, torch.autograd.backward, torch.autograd.grad}
+
+
+def _storage(t: torch.Tensor) -> int:
+    try:
+        return t.untyped_storage().data_ptr()
+    except (RuntimeError, NotImplementedError):  # a tensor without storage (meta, sparse)
+        return 0

@@ -1,0 +1,218 @@
+"""Every reproducer of tests/explain/reproducers/ (one learner's mistake each, the causal line
+marked `# cause`) is named by its family, with that line; where the explanation suggests an edit,
+the edited program runs and gives the gradients torch gives for the right program."""
+
+from __future__ import annotations
+
+import runpy
+from pathlib import Path
+
+import pytest
+import torch
+
+from helpers import explain
+from helpers.explain import catalogue
+
+HERE = Path(__file__).parent / "reproducers"
+
+#: reproducer -> its family
+FAMILY = {
+    "activation_changed": "inplace_saved",
+    "slice_assigned": "inplace_saved",
+    "augmented_assignment": "inplace_saved",
+    "step_between": "inplace_saved",
+    "hidden_state": "backward_twice",
+    "two_losses": "backward_twice",
+    "item_cut": "no_graph",
+    "no_grad_loss": "no_graph",
+    "argmax_cut": "no_graph",
+    "leaf_update": "leaf_inplace",
+    "vector_backward": "scalar_output",
+    "numpy_of_output": "numpy_requires_grad",
+    "hook_on_input": "hook_no_grad",
+    "integer_requires_grad": "requires_grad_dtype",
+    "flag_on_result": "requires_grad_nonleaf",
+    "unused_input": "unused_input",
+    "inference_saved": "inference_saved",
+    "split_view_changed": "view_inplace",
+    "no_grad_view_changed": "view_no_grad_inplace",
+    "function_shape": "function_gradient_shape",
+    "function_count": "function_gradient_count",
+    "sent_to_process": "share_nonleaf",
+}
+
+
+def _right_sigmoid_squared():
+    torch.manual_seed(0)
+    x = torch.randn(3)
+    s = x.sigmoid()
+    return {"x": 2 * s * s * (1 - s)}  # d/dx sigmoid(x)^2
+
+
+def _right_exp():
+    torch.manual_seed(0)
+    x = torch.randn(4)
+    grad = 3 * x.exp()  # 2·e from total, 1·e from e.sum() (the copy's first entry set to 0)
+    grad[0] = 2 * x[0].exp()
+    return {"x": grad}
+
+
+def _right_square_of_double():
+    torch.manual_seed(0)
+    w = torch.randn(3)
+    return {"w": 8 * w}  # d/dw (2w)^2
+
+
+def _right_hidden_state():
+    """Truncated backpropagation, one step back: each step's loss reaches w through this step."""
+    torch.manual_seed(0)
+    w = torch.randn(3, 3, requires_grad=True)
+    h, total = torch.zeros(3), torch.zeros(3, 3)
+    for _ in range(3):
+        x = torch.randn(3)
+        h = torch.tanh(w @ h.detach() + x)
+        total += torch.autograd.grad(h.pow(2).sum(), w)[0]
+    return {"w": total}
+
+
+def _right_leaf_update():
+    torch.manual_seed(0)
+    w = torch.randn(3)
+    return {"w": w - 0.1 * 2 * w}
+
+
+def _right_vector():
+    return {"x": torch.full((3,), 2.0)}
+
+
+def _right_numpy():
+    torch.manual_seed(0)
+    return {"values": torch.randn(3) * 2}
+
+
+def _right_integer():
+    return {"steps": torch.full((4,), 2.0)}
+
+
+def _right_flag():
+    torch.manual_seed(0)
+    w = torch.randn(3)
+    return {"w": 2 * (w - 2 * w)}  # the target held fixed
+
+
+#: reproducer -> the gradients of the right program (where the fix is an edit)
+RIGHT = {
+    "activation_changed": _right_sigmoid_squared,
+    "slice_assigned": _right_exp,
+    "augmented_assignment": _right_square_of_double,
+    "hidden_state": _right_hidden_state,
+    "leaf_update": _right_leaf_update,
+    "vector_backward": _right_vector,
+    "numpy_of_output": _right_numpy,
+    "integer_requires_grad": _right_integer,
+    "flag_on_result": _right_flag,
+}
+
+
+def run(path: Path) -> tuple[BaseException | None, dict]:
+    """Runs a program with the explainer's watch on; the error it raised, and its globals."""
+    watch = explain.Watch()
+    scope: dict = {}
+    try:
+        with watch:
+            scope = runpy.run_path(str(path), run_name="__main__")
+    except Exception as err:  # the reproducer's own error, to explain
+        err.watch = watch
+        return err, scope
+    return None, scope
+
+
+def cause_line(path: Path) -> int:
+    lines = path.read_text().splitlines()
+    return next(i + 1 for i, line in enumerate(lines) if line.rstrip().endswith("# cause"))
+
+
+@pytest.mark.parametrize("name", sorted(FAMILY))
+def test_each_reproducer_is_named_by_its_family_with_its_causal_line(name):
+    path = HERE / f"{name}.py"
+    error, _ = run(path)
+    assert error is not None, f"{name} raised nothing"
+    explanation = explain.explain(error, error.__traceback__, error.watch)
+    assert explanation is not None, f"{name}: no explanation for {error!r}"
+    assert explanation.family == FAMILY[name]
+    causal = [p.at.line for p in explanation.places if p.role in CAUSAL_ROLES]
+    assert cause_line(path) in causal, explanation.as_text()
+    assert str(error).strip() in explanation.as_text()  # torch's words, verbatim
+
+
+CAUSAL_ROLES = {"changed", "freed", "carried", "cut", "grad_off", "surfaced"}
+
+
+@pytest.mark.parametrize("name", sorted(RIGHT))
+def test_the_suggested_edit_runs_and_gives_the_right_gradients(name, tmp_path):
+    path = HERE / f"{name}.py"
+    error, _ = run(path)
+    explanation = explain.explain(error, error.__traceback__, error.watch)
+    assert explanation.edits, f"{name}: no edit suggested"
+    source = path.read_text()
+    for edit in explanation.edits:
+        source = edit.apply(source)
+    fixed = tmp_path / f"{name}.py"
+    fixed.write_text(source)
+    error, scope = run(fixed)
+    assert error is None, f"the fix of {name} still fails: {error}\n{source}"
+    for key, value in RIGHT[name]().items():
+        torch.testing.assert_close(scope["GRADS"][key], value, msg=f"{name}: {key}")
+
+
+def test_no_wrong_fix_is_ever_suggested():
+    wrong = ["retain_graph=True", "loss.requires_grad", ".data"]
+    for name in FAMILY:
+        error, _ = run(HERE / f"{name}.py")
+        explanation = explain.explain(error, error.__traceback__, error.watch)
+        suggested = [e.new for e in explanation.edits]
+        for text in suggested:
+            assert not any(w in text for w in wrong), (name, text)
+        if explanation.family == "no_graph":  # flagging the loss silences it and trains nothing
+            assert not any("requires_grad" in text for text in suggested), name
+        if name == "hidden_state":  # a graph carried across steps: never keep every graph alive
+            assert "retain_graph" not in explanation.fix
+
+
+def test_an_error_that_is_not_autograds_passes_through():
+    try:
+        [].pop()
+    except IndexError as err:
+        assert explain.explain(err) is None
+
+
+def test_the_explainer_failing_never_replaces_the_error(monkeypatch):
+    error, _ = run(HERE / "activation_changed.py")
+
+    def broken(*_):
+        raise ValueError("the explainer's own bug")
+
+    monkeypatch.setattr(catalogue, "FAMILIES", [catalogue.Family("x", "inplace", broken)])
+    monkeypatch.setattr(explain, "FAMILIES", catalogue.FAMILIES)
+    assert explain.explain(error, error.__traceback__, error.watch) is None
+
+
+def test_without_records_it_says_nothing_rather_than_guess():
+    error, _ = run(HERE / "activation_changed.py")
+    assert explain.explain(error, error.__traceback__, explain.Watch()) is None
+
+
+def test_a_script_run_with_python_m_helpers_explain_prints_the_explanation_after_the_traceback():
+    import subprocess
+    import sys
+
+    script = HERE / "activation_changed.py"
+    done = subprocess.run(
+        [sys.executable, "-m", "helpers.explain", str(script)], capture_output=True, text=True
+    )
+    assert done.returncode == 1
+    traceback_at = done.stderr.index("Traceback (most recent call last)")
+    explained_at = done.stderr.index("autograd: a saved tensor was changed in place")
+    assert traceback_at < explained_at
+    assert "runpy" not in done.stderr  # the traceback starts at the learner's script
+    assert "activation_changed.py:9" in done.stderr
