@@ -289,13 +289,14 @@ def backward_twice(error: BaseException, scene: Scene) -> Explanation | None:
         return None
     first = earlier[-1]
     surfaced = scene.surfaced
-    places = [
-        Place("made", made_at(freed), freed.name()),
-        Place("freed", first.at),
-        Place("surfaced", surfaced),
-    ]
     carried = _carried(scene, freed)
     loop = surfaced is not None and first.at.line == surfaced.line
+    before = _text("backward_twice", "step_before") if loop else ""
+    places = [
+        Place("made", made_at(freed), freed.name()),
+        Place("freed", first.at, before),
+        Place("surfaced", surfaced),
+    ]
     not_this = _text("backward_twice", "not_this")
     if loop and carried is not None:
         name, bound_at = carried  # cut off what the last step left, before this step uses it
