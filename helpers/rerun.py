@@ -47,12 +47,12 @@ def install(shell: Any = None) -> bool:
         return False
     if getattr(shell, INSTALLED, False):
         return True
-    shell.set_custom_exc((Exception,), _handler)
+    shell.set_custom_exc((Exception,), handler)
     setattr(shell, INSTALLED, True)
     return True
 
 
-def _handler(
+def handler(
     shell: Any,
     etype: type,
     value: BaseException,
@@ -79,9 +79,6 @@ def _handler(
         return otherwise(usual)
     shell._showtraceback(etype, value, shown)
     return shown
-
-
-handler = _handler
 
 
 def _bold(text: str) -> str:

@@ -361,9 +361,9 @@ def test_the_failing_statement_is_found_on_any_line_it_spans(cell, ns):
 
 def handle(shell, error, tb):
     """What the handler shows; it must pass IPython what it was handed, and show what it says."""
-    from helpers.rerun import _handler
+    from helpers.rerun import handler
 
-    shown = _handler(shell, type(error), error, tb, tb_offset=2)
+    shown = handler(shell, type(error), error, tb, tb_offset=2)
     assert shell.asked[-1] == (type(error), error, tb, 2)
     assert shell.shown[-1] == (type(error), error, shown)
     return shown

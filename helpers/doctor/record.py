@@ -22,7 +22,7 @@ import os
 import sys
 import sysconfig
 import weakref
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import zip_longest
 from pathlib import Path
@@ -229,6 +229,18 @@ class Record:
     error_at: Location | None = None  # the innermost line of the learner's code it passed
 
 
+def backward_functions(roots: Sequence[Any]) -> Iterator[Any]:
+    """Every backward function reachable from `roots` (grad_fn objects, None skipped), each once."""
+    seen, todo = set(), list(roots)
+    while todo:
+        node = todo.pop()
+        if node is None or node in seen:
+            continue
+        seen.add(node)
+        yield node
+        todo.extend(next_node for next_node, _ in getattr(node, "next_functions", ()))
+
+
 def reach(t: torch.Tensor, cache: dict[Any, frozenset[int]]) -> frozenset[int]:
     """The ids of the leaves t's graph leads back to (`cache`: by backward function)."""
     if t.grad_fn is None:
@@ -433,17 +445,13 @@ class Recorder:
     def _name_none_givers(self, roots: list[torch.Tensor]) -> None:
         """For each parameter that None arrived at, the backward function that feeds it."""
         waiting = {id(p.tensor): p for p in self.record.parameters.values() if p.none_arrived}
-        seen, todo = set(), [root.grad_fn for root in roots]
-        while todo and waiting:
-            node = todo.pop()
-            if node is None or node in seen:
-                continue
-            seen.add(node)
+        for node in backward_functions([root.grad_fn for root in roots]):
+            if not waiting:
+                return
             for next_node, _ in node.next_functions:
                 found = waiting.pop(id(getattr(next_node, "variable", None)), None)
                 if found is not None:
                     found.none_from, found.none_written = node.name(), _backward_location(node)
-                todo.append(next_node)
 
     def _wrong_handoff(self, root: torch.Tensor, gradient: torch.Tensor) -> frozenset[int]:
         """When `root.backward(leaf.grad)` is handed the gradient of a cut leaf whose values are not
@@ -462,13 +470,8 @@ class Recorder:
     def _watch_nonfinite(self, roots: list[torch.Tensor]) -> list[Any]:
         """A hook on every backward function of the roots' graph: the first to output a NaN or
         inf from finite gradients is the one that produced it."""
-        handles, seen, todo = [], set(), [root.grad_fn for root in roots]
-        while todo:
-            node = todo.pop()
-            if node is None or node in seen:
-                continue
-            seen.add(node)
-            todo.extend(next_node for next_node, _ in node.next_functions)
+        handles = []
+        for node in backward_functions([root.grad_fn for root in roots]):
             if type(node).__name__ == "AccumulateGrad":
                 continue
 
@@ -615,11 +618,10 @@ def _backward_location(node: Any) -> Location | None:
     code = getattr(getattr(getattr(node, "_forward_cls", None), "backward", None), "__code__", None)
     if code is None:
         return None
-    line = code.co_firstlineno  # a decorator's line, when there is one: the `def` comes after
     lines = linecache.getlines(code.co_filename)
-    while line <= len(lines) and not lines[line - 1].lstrip().startswith("def "):
-        line += 1
-    return Location(code.co_filename, min(line, len(lines)) or code.co_firstlineno, code.co_name)
+    first = code.co_firstlineno  # a decorator's line, when there is one: the `def` comes after
+    defined = (n for n in range(first, len(lines) + 1) if lines[n - 1].lstrip().startswith("def "))
+    return Location(code.co_filename, next(defined, first), code.co_name)
 
 
 def _in_custom_function() -> bool:

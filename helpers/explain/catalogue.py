@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import linecache
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
-from helpers.doctor.record import Location, is_learners
+from helpers.doctor.record import Location, backward_functions, is_learners
 from helpers.explain.explanation import Edit, Explanation, Place
 from helpers.explain.watch import InPlace, Watch, made_at
 from helpers.language import say
@@ -101,18 +101,6 @@ def _explanation(key: str, error: BaseException, places: list[Place], **parts: A
     )
 
 
-def _walk(roots: list[Any]) -> Iterator[Any]:
-    """Every backward function reachable from `roots` (grad_fn objects), each once."""
-    seen, todo = set(), list(roots)
-    while todo:
-        node = todo.pop()
-        if node is None or node in seen:
-            continue
-        seen.add(node)
-        yield node
-        todo.extend(n for n, _ in getattr(node, "next_functions", ()))
-
-
 def _saved_raising(node: Any, words: str) -> str | None:
     """The first `_saved_...` attribute of `node` whose reading raises an error with `words`."""
     for attribute in dir(node):
@@ -143,7 +131,7 @@ def inplace_saved(error: BaseException, scene: Scene) -> Explanation | None:
     stale = next(
         (
             (node, attribute)
-            for node in _walk([r.grad_fn for r in scene.roots])
+            for node in backward_functions([r.grad_fn for r in scene.roots])
             if (attribute := _saved_raising(node, "modified by an inplace")) is not None
         ),
         None,
@@ -198,19 +186,20 @@ def _the_change(
     return candidates[-1] if candidates else None
 
 
+def _within(node: Any, depth: int) -> set[Any]:
+    """`node` and the backward functions at most `depth` steps behind it."""
+    found, layer = {node}, [node]
+    for _ in range(depth):
+        layer = [n for m in layer for n, _ in getattr(m, "next_functions", ()) if n is not None]
+        found.update(layer)
+    return found
+
+
 def _near(node: Any) -> tuple[set[Any], set[int]]:
     """The backward functions within two steps of `node`, and the storages of the leaves there."""
-    nodes, storages, todo = {node}, set(), [(node, 0)]
-    while todo:
-        current, depth = todo.pop()
-        variable = getattr(current, "variable", None)
-        if isinstance(variable, torch.Tensor):
-            storages.add(variable.untyped_storage().data_ptr())
-        if depth < 2:
-            for n, _ in getattr(current, "next_functions", ()):
-                if n is not None:
-                    nodes.add(n)
-                    todo.append((n, depth + 1))
+    nodes = _within(node, 2)
+    variables = (getattr(n, "variable", None) for n in nodes)
+    storages = {v.untyped_storage().data_ptr() for v in variables if isinstance(v, torch.Tensor)}
     return nodes, storages
 
 
@@ -221,15 +210,7 @@ def _touches(record: InPlace, near: tuple[set[Any], set[int]]) -> bool:
     tensor = record.tensor()
     if tensor is None or tensor.grad_fn is None:
         return False
-    return any(n in nodes for n in _walk_limited(tensor.grad_fn, 2))
-
-
-def _walk_limited(node: Any, depth: int) -> Iterator[Any]:
-    yield node
-    if depth:
-        for n, _ in getattr(node, "next_functions", ()):
-            if n is not None:
-                yield from _walk_limited(n, depth - 1)
+    return bool(_within(tensor.grad_fn, 2) & nodes)
 
 
 _METHOD_CALL = re.compile(r"^(?P<target>[\w.\[\]]+)\.(?P<method>\w+)_\((?P<args>.*)\)\s*$")
@@ -275,19 +256,17 @@ def backward_twice(error: BaseException, scene: Scene) -> Explanation | None:
         return None
     # the failing backward frees its own graph's saved tensors as it goes: the node to name is a
     # freed one that an earlier backward's graph holds
-    freed_nodes = [n for n in _walk(roots) if _saved_raising(n, "already been freed")]
-    earlier, freed = [], None
+    freed_nodes = [n for n in backward_functions(roots) if _saved_raising(n, "already been freed")]
+    first = freed = None
     for b in reversed(list(watch.backwards)[:-1]):
-        if b.retain_graph:
-            continue
-        graph = set(_walk(list(b.roots)))
-        freed = next((n for n in freed_nodes if n in graph), None)
-        if freed is not None:
-            earlier = [b]
-            break
-    if freed is None or earlier[-1].at is None:
+        if not b.retain_graph:
+            graph = set(backward_functions(list(b.roots)))
+            freed = next((n for n in freed_nodes if n in graph), None)
+            if freed is not None:
+                first = b
+                break
+    if first is None or first.at is None:
         return None
-    first = earlier[-1]
     surfaced = scene.surfaced
     carried = _carried(scene, freed)
     loop = surfaced is not None and first.at.line == surfaced.line
@@ -322,7 +301,7 @@ def _carried(scene: Scene, freed: Any) -> tuple[str, Location] | None:
     for name, value in frame.f_locals.items():
         if not isinstance(value, torch.Tensor) or id(value) in roots or value.grad_fn is None:
             continue
-        if freed in set(_walk([value.grad_fn])):
+        if freed in set(backward_functions([value.grad_fn])):
             line = _binding_line(frame, name)
             if line is not None:
                 return name, Location(frame.f_code.co_filename, line, frame.f_code.co_name)
@@ -408,11 +387,8 @@ def _sub(pattern: str, replacement: str) -> Callable[[str], str | None]:
     return edit
 
 
-_LEAF_UPDATE = re.compile(r"^(?P<target>[\w.]+)\s*(?P<op>[-+*/])=\s*(?P<value>.+)$")
-
-
 def _under_no_grad(code: str) -> str | None:
-    if _LEAF_UPDATE.match(code) or _METHOD_CALL.match(code):
+    if _AUGMENTED.match(code) or _METHOD_CALL.match(code):
         return f"with torch.no_grad():\n    {code}"
     return None
 

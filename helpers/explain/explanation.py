@@ -5,7 +5,7 @@ not the wrong fix that circulates, and torch's own message, verbatim, below."""
 from __future__ import annotations
 
 import html
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from helpers.doctor.record import Location
 from helpers.language import say
@@ -50,7 +50,6 @@ class Explanation:
     not_this: str = ""  # the wrong fix that circulates, and why not
     torch_message: str = ""
     error_type: str = "RuntimeError"
-    notes: tuple[str, ...] = field(default_factory=tuple)
 
     def place(self, role: str) -> Location | None:
         """The line of `role` (saved, changed, surfaced, ...), if the explanation has one."""

@@ -139,7 +139,7 @@ class Watch(TorchFunctionMode):
             if node is not None:
                 node.metadata[MADE_AT] = learner_location(sys._getframe(1))
                 return result
-        if name in TO_PYTHON or not (result is None or name in _NOT_CUTS):
+        if result is not None and name not in _NOT_CUTS:  # .item() and the like return a value
             self._maybe_cut(name, args, kwargs, result)
         return result
 
