@@ -269,7 +269,7 @@ def backward_twice(error: BaseException, scene: Scene) -> Explanation | None:
         return None
     surfaced = scene.surfaced
     carried = _carried(scene, freed)
-    loop = surfaced is not None and first.at.line == surfaced.line
+    loop = first.at == surfaced  # the same line of the same file: a loop came round again
     before = _text("backward_twice", "step_before") if loop else ""
     places = [
         Place("made", made_at(freed), freed.name()),

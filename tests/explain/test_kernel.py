@@ -60,3 +60,23 @@ def test_unload_ext_gives_ipythons_tracebacks_back(shell):
     for cell in CELLS:
         shell.run_cell(cell)
     assert shell.shown == []
+
+
+def test_two_cells_at_the_same_line_number_are_not_one_loop(shell):
+    shell.run_cell("%load_ext helpers")
+    shell.run_cell("import torch\nx = torch.randn(3, requires_grad=True)\ny = x.sigmoid() * 2")
+    shell.run_cell("y.sum().backward()")
+    shell.run_cell("(y * 1).sum().backward()")
+    (picture,) = shell.shown
+    assert "an earlier backward() already went through" in picture.data
+    assert "the step before" not in picture.data
+
+
+def test_a_cell_run_twice_is_explained_as_a_rerun_first(shell, capsys):
+    shell.run_cell("%load_ext helpers", store_history=True)
+    shell.run_cell("import torch\nx = torch.randn(3, requires_grad=True)", store_history=True)
+    shell.run_cell("y = x.sigmoid() * 2", store_history=True)
+    for _ in range(2):
+        shell.run_cell("y.sum().backward()", store_history=True)
+    assert shell.shown == []  # no autograd family: the re-run is the cause
+    assert "This cell ran before" in capsys.readouterr().out
