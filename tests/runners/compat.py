@@ -15,8 +15,10 @@ git) gets that torch, then the course's other packages at their pinned versions.
    second environment, on Colab's Python, with Colab's packages and no course packages, where each
    notebook's first cell installs what is missing, then runs.
 The results go to COMPATIBILITY.md, a generated table that also records a hash of each notebook's
-code cells; `tests/runners/test_compat.py` (part of `make test`) fails when a notebook's code
-changed after the table was made, or when the table and pyproject.toml's torch floor disagree.
+code cells: a row whose hash is not the notebook's code's hash now is stale, which fails no test
+(the table is a report, run in the background): `--stale` lists the stale rows and runs them
+again. `tests/runners/test_compat.py` (part of `make test`) fails when the table and
+pyproject.toml's torch floor disagree, or a release in it failed.
 
 Where torch comes from: PyPI by default. PyPI's Linux wheels are CUDA builds (about 5 GB installed
 per release; they run on the CPU). With PyTorch's CPU-only index (0.2 GB wheels) instead:
@@ -204,7 +206,8 @@ def render_table(results: list[VersionResult], when: str, where: str) -> str:
         "fresh kernel (Run All) with no error and nothing on stderr; outputs are not compared, "
         "since other releases print other digits (`make test` compares them on the pin, "
         f"torch {PIN}). The code hash is that of the notebook's code cells when this table was "
-        "made: `tests/runners/test_compat.py` fails when a notebook's code has changed since.",
+        "made. A row whose hash is not the notebook's code's hash now is stale (it fails no "
+        "test): `make compat COMPAT_ARGS=--stale` lists the stale rows and runs them again.",
         "",
         "| " + " | ".join(head) + " |",
         "|" + "---|" * len(head),
@@ -527,6 +530,7 @@ def main(argv: list[str] | None = None) -> int:
     notebooks = [p for p in NOTEBOOKS if args.only in p.name]
     if args.stale:
         notebooks = stale_notebooks(args.out.read_text(encoding="utf-8"))
+        print("stale rows: " + (", ".join(p.name for p in notebooks) or "none"))
         if not notebooks:
             print("every notebook's row is current")
             return 0
