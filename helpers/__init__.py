@@ -57,16 +57,3 @@ def unload_ipython_extension(ipython: Any) -> None:
     from helpers.explain.kernel import unload
 
     unload(ipython)
-
-
-def _explain_reruns() -> None:
-    """In a Jupyter kernel, errors of a cell run twice explain themselves (`helpers.rerun`)."""
-    import sys
-
-    if "ipykernel" in sys.modules:
-        from helpers.rerun import install
-
-        install()
-
-
-_explain_reruns()

@@ -26,6 +26,7 @@ from typing import Any
 
 import graphviz
 
+from helpers.doctor.watching import modes_off
 from helpers.graph import COLOURS, NODE_ATTR, node_font, picture_bundle, title_font
 from helpers.naming import a_type
 
@@ -98,15 +99,17 @@ def capture(
     )
     dynamo.reset()  # no earlier compilation of fn is reused
     try:
-        result = torch.compile(fn, backend=backend)(*args)
-        if not (isinstance(result, torch.Tensor) and result.requires_grad):
-            raise RuntimeError(
-                f"{getattr(fn, '__name__', fn)} returned no tensor that requires grad, so there "
-                "is no forward/backward pair to capture: return a loss computed from an input "
-                "that requires grad"
-            )
-        events.append("backward called")
-        result.backward()
+        with modes_off():  # compiled as in a run without the course's watchers
+            result = torch.compile(fn, backend=backend)(*args)
+            if not (isinstance(result, torch.Tensor) and result.requires_grad):
+                name = getattr(fn, "__name__", fn)
+                raise RuntimeError(
+                    f"{name} returned no tensor that requires grad, so there is no "
+                    "forward/backward pair to capture: return a loss computed from an input that "
+                    "requires grad"
+                )
+            events.append("backward called")
+            result.backward()
     finally:
         dynamo.reset()
     if "forward" not in graphs or "backward" not in graphs:
@@ -202,7 +205,8 @@ def compile_report(fn: Callable[..., Any], *args: Any) -> dict[str, Any]:
     try:
         with warnings.catch_warnings(record=True) as said:
             warnings.simplefilter("always")
-            explained = dynamo.explain(fn)(*args)
+            with modes_off():  # as in a run without the course's watchers
+                explained = dynamo.explain(fn)(*args)
     finally:
         dynamo.reset()
         logger.handlers, logger.propagate = handlers, propagate
@@ -320,7 +324,8 @@ def autograd_survival(cases: Sequence[str] | None = None) -> list[dict[str, Any]
             warnings.simplefilter("ignore")  # eager .grad reads of a non-leaf warn (01)
             eager, fn, args = case(lambda f: f)
             dynamo.reset()
-            compiled, _, _ = case(lambda f: torch.compile(f, backend="aot_eager"))
+            with modes_off():  # as in a run without the course's watchers
+                compiled, _, _ = case(lambda f: torch.compile(f, backend="aot_eager"))
             dynamo.reset()
         report = compile_report(fn, *args)
         rows.append(

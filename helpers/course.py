@@ -144,24 +144,40 @@ LANGUAGE_COMMENTS = {"zh": "测验、练习反馈、表格标题和图中的文�
 
 def setup_cell_source(edition: str = "en") -> str:
     """The first code cell of every notebook: installs what Colab lacks, on Colab only; in a
-    translated edition it also sets the helpers' language (the one code line editions differ by)."""
+    translated edition it also sets the helpers' language (the one code line editions differ by);
+    then it switches the explainer on, in a line the learner sees (`%load_ext helpers`)."""
+    explainer = "\n\n" + EXPLAINER_LINES[edition]
     if edition == "en":
-        return _setup_cell_source(edition)
+        return _setup_cell_source(edition) + explainer
     comment = LANGUAGE_COMMENTS[edition]
-    return _setup_cell_source(edition) + LANGUAGE_LINES.format(code=edition, comment=comment)
+    language = LANGUAGE_LINES.format(code=edition, comment=comment)
+    return _setup_cell_source(edition) + language + explainer
 
 
 #: The setup cell's opening comments, in each edition's language (the code below them is one).
 SETUP_COMMENTS = {
     "en": (
         "# Colab only: install what Colab lacks (torchviz, the course's helpers; never torch).\n"
-        "# Elsewhere this cell does nothing.\n"
+        "# Elsewhere the `if` below does nothing.\n"
         f"# ({GENERATED})"
     ),
     "zh": (
         "# 仅在 Colab 上：安装 Colab 缺少的（torchviz 和课程的辅助包；从不安装 torch）。\n"
-        "# 在其他地方，这个单元格什么也不做。\n"
+        "# 在其他地方，下面的 `if` 什么也不做。\n"
         "# （由 `python -m helpers.course sync` 生成；请修改 helpers/course.py，而不是这个单元格）"
+    ),
+}
+#: The line that switches the explainer on, with its comment in each edition's language.
+EXPLAINER_LINES = {
+    "en": (
+        "# An autograd error, or a cell run twice, now explains itself: what happened, the line\n"
+        "# that caused it, a fix (helpers.explain; `%unload_ext helpers` switches it off).\n"
+        "%load_ext helpers"
+    ),
+    "zh": (
+        "# 从这里起，autograd 报错或重复运行的单元格会自己解释：发生了什么、是哪一行造成的、\n"
+        "# 怎么改（helpers.explain；`%unload_ext helpers` 可以关掉它）。\n"
+        "%load_ext helpers"
     ),
 }
 

@@ -1,15 +1,15 @@
 """Errors that explain themselves when a learner runs a cell twice, or cells out of order.
 
-    import helpers            # in a Jupyter kernel, this installs the explainer once
+    %load_ext helpers         # in a Jupyter kernel: its handler asks this module first
 
 A notebook's cells hand state to each other: one builds a graph, the next walks it with
 `backward()`; one fills `.grad`, the next checks it. Run a cell a second time (Shift-Enter twice)
 and it meets the state its first run left: a graph already freed, gradients added twice, a
-version counter bumped. The error that follows is true but says nothing of the cause. This
-module installs an IPython exception handler (`set_custom_exc`) that, for an error raised in a
-notebook cell, says what happened, why, and which cell to run again from, in the learner's
-language (`helpers.language`); errors of the learner's own code that have nothing to do with a
-re-run keep IPython's usual traceback.
+version counter bumped. The error that follows is true but says nothing of the cause. `handler`,
+the IPython exception handler (`set_custom_exc`) that `%load_ext helpers` sets
+(`helpers.explain.kernel`), says for an error raised in a notebook cell what happened, why, and
+which cell to run again from, in the learner's language (`helpers.language`); an error that has
+nothing to do with a re-run goes to the autograd explainer, or keeps IPython's usual traceback.
 
 How it knows which cell: IPython keeps every cell it ran, in order (`In`). A cell whose code ran
 before is a re-run. The cell to run again from is the last one before it (not itself) that
@@ -27,29 +27,14 @@ from typing import Any
 
 from helpers.language import say
 
-__all__ = ["HEADER_KEY", "INSTALLED", "explain", "handler", "install"]
+__all__ = ["HEADER_KEY", "explain", "handler"]
 
 #: The text file key of the first line of every explanation (a test looks for it).
 HEADER_KEY = "rerun.header"
 _BACKWARD_TWICE = "Trying to backward through the graph a second time"
-INSTALLED = "_autograd_notebooks_rerun"
 #: Per shell, the `In` numbers of the cells whose run raised (a cell that failed the first time
 #: too was not spoiled by its first run).
 _FAILED: dict[int, set[int]] = {}
-
-
-def install(shell: Any = None) -> bool:
-    """Install the explainer in this IPython kernel (once); False outside a kernel."""
-    if shell is None:
-        ipython = sys.modules.get("IPython")
-        shell = ipython.get_ipython() if ipython is not None else None
-    if shell is None or not hasattr(shell, "set_custom_exc"):
-        return False
-    if getattr(shell, INSTALLED, False):
-        return True
-    shell.set_custom_exc((Exception,), handler)
-    setattr(shell, INSTALLED, True)
-    return True
 
 
 def handler(

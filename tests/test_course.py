@@ -7,18 +7,42 @@ import pytest
 from helpers import course
 
 
+def _as_python(cell: str) -> str:
+    """A cell as IPython runs it: `%load_ext helpers` becomes a call of get_ipython()."""
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    return TransformerManager().transform_cell(cell)
+
+
 def test_setup_cell_installs_only_on_colab_and_never_torch():
     source = course.setup_cell_source()
     guard = 'if "google.colab" in sys.modules and importlib.util.find_spec("helpers") is None:'
     assert guard in source
     assert "torchviz==0.0.3" in source and course.REPOSITORY in source
     assert "torch==" not in source.replace("torchviz==", "")
-    compile(source, "setup", "exec")
+    compile(_as_python(source), "setup", "exec")
 
 
-def test_setup_cell_does_nothing_off_colab(capsys):
-    namespace = {}
-    exec(course.setup_cell_source(), namespace)
+class _Shell:
+    def __init__(self):
+        self.magics = []
+
+    def run_line_magic(self, name, line, _stack_depth=1):
+        self.magics.append((name, line))
+
+
+@pytest.mark.parametrize("edition", ["en", "zh"])
+def test_setup_cell_off_colab_only_loads_the_explainer(capsys, edition):
+    shell = _Shell()
+    source = course.setup_cell_source(edition)
+    assert source.splitlines()[-1] == "%load_ext helpers"  # a line the learner sees
+    try:
+        exec(_as_python(source), {"get_ipython": lambda: shell})
+    finally:
+        from helpers.language import set_language
+
+        set_language("en")  # the Chinese cell set it, as it does in its notebook
+    assert shell.magics == [("load_ext", "helpers")]
     assert capsys.readouterr() == ("", "")
 
 

@@ -3,14 +3,13 @@ tests/test_rerun_notebooks.py runs the course's notebooks twice, cell by cell)."
 
 from __future__ import annotations
 
-import sys
 from typing import ClassVar
 
 import pytest
 import torch
 
 from helpers.language import set_language
-from helpers.rerun import explain, install
+from helpers.rerun import explain
 
 CELL = "/tmp/ipykernel_1/{}.py"
 
@@ -153,14 +152,6 @@ def test_the_explanation_speaks_the_notebooks_language(ns):
     assert lines[-1].startswith("要重新运行它，请再次运行 In [2]")
 
 
-def test_install_outside_a_kernel_does_nothing(monkeypatch):
-    from helpers.rerun import _cell_file
-
-    assert install() is False
-    monkeypatch.delitem(sys.modules, "IPython", raising=False)  # a script that never imported it
-    assert install() is False and _cell_file("<ipython-input-1-abc>")
-
-
 class Compiler:
     _filename_map: ClassVar[dict[str, int]] = {"/tmp/ipykernel_9/cell.py": 3}
 
@@ -190,12 +181,6 @@ class Shell:
         self.shown.append((etype, value, lines))
 
 
-def test_install_sets_one_handler_once():
-    shell = Shell()
-    assert install(shell) and install(shell)
-    assert len(shell.handlers) == 1 and shell.handlers[0][0] == (Exception,)
-
-
 def test_a_cell_is_a_file_the_kernel_compiled_or_named_like_one(monkeypatch):
     from helpers.rerun import _cell_file
 
@@ -204,15 +189,6 @@ def test_a_cell_is_a_file_the_kernel_compiled_or_named_like_one(monkeypatch):
     monkeypatch.setattr("IPython.get_ipython", lambda: Shell())  # in a kernel, its own list
     assert _cell_file("/tmp/ipykernel_9/cell.py")
     assert not _cell_file("/tmp/ipykernel_1/12.py") and not _cell_file("<ipython-input-3-abc>")
-
-
-def test_install_finds_the_kernel_it_runs_in(monkeypatch):
-    kernel = Shell()
-    monkeypatch.setattr("IPython.get_ipython", lambda: kernel)
-    assert install() is True
-    ((exceptions, handler),) = kernel.handlers
-    assert exceptions == (Exception,) and callable(handler)
-    assert install(object()) is False  # a shell that takes no handler
 
 
 def test_an_error_without_words_is_named_by_its_type(ns):

@@ -49,7 +49,7 @@ def unexplained(results: list[dict], language: str) -> list[str]:
 
 def test_a_small_notebook_run_twice(tmp_path):
     cells = [
-        "import helpers, torch\nw = torch.ones(2, requires_grad=True)",
+        "%load_ext helpers\nimport torch\nw = torch.ones(2, requires_grad=True)",
         "loss = (w * 3).sum()",
         "loss.backward()\nassert w.grad.tolist() == [3.0, 3.0]",
         "undefined_name",  # the learner's own error: IPython's usual traceback

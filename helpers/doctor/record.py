@@ -10,7 +10,8 @@ each gradient arrive (and whether an old one was waiting in `.grad`), a global o
 sees which optimizer stepped and what it held, and hooks on the backward functions find the first
 one that produced a NaN or an infinity. `torch.autograd.backward`, which torch shows to a mode
 only from release 2.11 on, has a stand-in while the block runs: it writes the call down and makes
-it. Nothing is changed: the step computes what it would compute without the doctor.
+it. Nothing is changed: the step computes, warns and compiles as it would without the doctor
+(`helpers.doctor.watching`).
 
 A `Recorder` fills a `Record`; the verdicts (`helpers.doctor.verdicts`) are computed from it.
 """
@@ -32,6 +33,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils._pytree import tree_leaves
 
+from helpers.doctor.watching import bare_anomaly_traceback, call, callers_frame, grad_fn, hide
 from helpers.language import say
 
 _LIBRARY_DIRS = tuple(
@@ -47,10 +49,21 @@ _NOT_LEARNER_MODULES = ("torch", "helpers")
 
 
 def is_learners(frame: Any) -> bool:
-    module = frame.f_globals.get("__name__", "")
-    if module.partition(".")[0] in _NOT_LEARNER_MODULES:
-        return False
-    return not frame.f_code.co_filename.startswith(_LIBRARY_DIRS)
+    code = frame.f_code
+    known = _IS_LEARNERS.get(code)
+    if known is None:
+        if len(_IS_LEARNERS) >= 4096:
+            _IS_LEARNERS.clear()
+        module = frame.f_globals.get("__name__", "")
+        known = _IS_LEARNERS[code] = not (
+            module.partition(".")[0] in _NOT_LEARNER_MODULES
+            or code.co_filename.startswith(_LIBRARY_DIRS)
+        )
+    return known
+
+
+#: Whether a code object is the learner's, once asked (the watchers ask on every torch call).
+_IS_LEARNERS: dict[Any, bool] = {}
 
 
 #: Calls that leave torch for a Python value: a cut, though they return no tensor.
@@ -243,10 +256,11 @@ def backward_functions(roots: Sequence[Any]) -> Iterator[Any]:
 
 def reach(t: torch.Tensor, cache: dict[Any, frozenset[int]]) -> frozenset[int]:
     """The ids of the leaves t's graph leads back to (`cache`: by backward function)."""
-    if t.grad_fn is None:
+    root = grad_fn(t)
+    if root is None:
         return frozenset({id(t)})
     found: set[int] = set()
-    todo, seen = [t.grad_fn], set()
+    todo, seen = [root], set()
     while todo:
         node = todo.pop()
         if node is None or node in seen:
@@ -259,8 +273,8 @@ def reach(t: torch.Tensor, cache: dict[Any, frozenset[int]]) -> frozenset[int]:
         if variable is not None:
             found.add(id(variable))
         todo.extend(next_node for next_node, _ in node.next_functions)
-    cache[t.grad_fn] = frozenset(found)
-    return cache[t.grad_fn]
+    cache[root] = frozenset(found)
+    return cache[root]
 
 
 class _Watch(TorchFunctionMode):
@@ -271,10 +285,13 @@ class _Watch(TorchFunctionMode):
         self.recorder = recorder
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
+        if torch.compiler.is_compiling():  # torch.compile traces this: it compiles torch's call
+            return func(*args, **(kwargs or {}))
         kwargs = kwargs or {}
         recorder = self.recorder
+        caller = callers_frame(sys._getframe(1))
         if recorder._busy or recorder._in_backward:  # the doctor's own arithmetic, in a hook,
-            return func(*args, **kwargs)  # or the backward pass itself: not the learner's step
+            return call(func, args, kwargs, caller)  # or the backward pass: not the learner's step
         name = _call_name(func)  # a backward reaches the recorder through its stand-in (start())
         if name == "_set_grad_enabled" and args and args[0] is False:
             recorder._grad_off = (_learner_location(), _decorated_function())
@@ -282,12 +299,16 @@ class _Watch(TorchFunctionMode):
         # arrives in .grad
         recorder._handed_back = func is torch.autograd.grad
         try:
-            result = func(*args, **kwargs)
+            result = call(func, args, kwargs, caller)
         finally:
             recorder._handed_back = False
+        bare_anomaly_traceback(result, caller)
         if not recorder._in_step:
             recorder._saw(name, args, kwargs, result)
         return result
+
+
+hide(_Watch.__torch_function__)
 
 
 class Recorder:
@@ -560,8 +581,9 @@ class Recorder:
         outputs = [t for t in tree_leaves(result) if isinstance(t, torch.Tensor)]
         if any(t.requires_grad for t in outputs):
             for t in outputs:
-                if t.grad_fn is not None and t.grad_fn not in self._origin:
-                    self._origin[t.grad_fn] = _learner_location()
+                node = grad_fn(t)
+                if node is not None and node not in self._origin:
+                    self._origin[node] = _learner_location()
             return
         if not outputs and name not in CALLS_TO_PYTHON:
             return

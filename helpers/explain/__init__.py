@@ -16,6 +16,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from helpers.doctor.watching import bare_traceback
 from helpers.explain.catalogue import FAMILIES, scene_of
 from helpers.explain.explanation import Edit, Explanation, Place
 from helpers.explain.watch import Watch
@@ -67,7 +68,7 @@ def off() -> None:
 
 
 def _excepthook(etype: type, value: BaseException, tb: Any) -> None:
-    sys.__excepthook__(etype, value, tb)
+    sys.__excepthook__(etype, value, bare_traceback(tb))
     explanation = explain(value, tb)
     if explanation is not None:
         print("\n" + explanation.as_text(), file=sys.stderr)

@@ -12,6 +12,7 @@ import sys
 import traceback
 
 from helpers import explain
+from helpers.doctor.watching import bare_traceback
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -27,7 +28,7 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as done:
         return done.code if isinstance(done.code, int) else (0 if done.code is None else 1)
     except Exception as err:
-        tb = err.__traceback__  # from the script's own first frame: runpy's are not the learner's
+        tb = bare_traceback(err.__traceback__)  # from the script's own first frame: not runpy's
         while tb is not None and tb.tb_frame.f_code.co_filename != script:
             tb = tb.tb_next
         traceback.print_exception(type(err), err, tb or err.__traceback__)

@@ -17,6 +17,7 @@ from typing import Any
 import torch
 
 from helpers.doctor.record import Location, backward_functions, is_learners
+from helpers.doctor.watching import bare_traceback
 from helpers.explain.explanation import Edit, Explanation, Place
 from helpers.explain.watch import InPlace, Watch, made_at
 from helpers.language import say
@@ -43,6 +44,7 @@ class Scene:
 
 def scene_of(tb: Any, watch: Watch | None) -> Scene:
     """The learner's frames of traceback `tb`, and the roots of a backward it passed through."""
+    tb = bare_traceback(tb)  # the watch's own frames are not the learner's
     frames, roots = [], []
     while tb is not None:
         frame = tb.tb_frame

@@ -15,7 +15,9 @@ traceback there). It writes more for a few kinds of call:
   tensors does not require grad" can name where the graph stopped.
 
 Each list keeps only its last entries, so a long training loop holds no more than a few hundred
-small records. Nothing is changed: every call computes what it would compute without the watch.
+small records. Nothing is changed: every call computes, warns and leaves anomaly mode's traceback
+as it would without the watch (`helpers.doctor.watching`), and under `torch.compile` the watch
+steps aside.
 """
 
 from __future__ import annotations
@@ -24,12 +26,13 @@ import sys
 import weakref
 from collections import deque
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 from torch.overrides import TorchFunctionMode
 
 from helpers.doctor.record import Location, is_learners
+from helpers.doctor.watching import bare_anomaly_traceback, call, callers_frame, grad_fn, hide
 
 __all__ = ["Backward", "Cut", "InPlace", "Watch", "learner_location", "made_at"]
 
@@ -37,9 +40,16 @@ __all__ = ["Backward", "Cut", "InPlace", "Watch", "learner_location", "made_at"]
 MADE_AT = "helpers.explain.made_at"
 #: How many of each kind of record are kept (the latest).
 KEPT = 256
+#: How many backwards are kept: each holds its graph's nodes (not their saved tensors, which
+#: that backward freed), and the one a failing backward needs is almost always the last.
+BACKWARDS_KEPT = 4
 #: Calls that leave torch for a Python value: a cut, though they return no tensor.
 TO_PYTHON = {"item", "tolist", "numpy", "__float__", "__int__", "__index__", "__bool__"}
 #: Calls the watch never counts as a cut (they compute nothing a gradient could flow through).
+#: Named like in-place calls, but they change no values (no version bump).
+_NOT_INPLACE = frozenset({"requires_grad_", "share_memory_"})
+#: Reading or setting a tensor's attribute (`p.grad`, `x.T`): never in place, never a cut.
+_ATTRIBUTES = frozenset({"__get__", "__set__"})
 _NOT_CUTS = {"backward", "register_hook", "retain_grad", "requires_grad_", "__set__", "__get__"}
 
 
@@ -59,8 +69,7 @@ def made_at(node: Any) -> Location | None:
     return metadata.get(MADE_AT) if isinstance(metadata, dict) else None
 
 
-@dataclass(frozen=True)
-class InPlace:
+class InPlace(NamedTuple):  # a tuple: made on every in-place call, it must be cheap to make
     """One in-place call: on what, from which version to which, where."""
 
     call: str
@@ -100,7 +109,7 @@ class Watch(TorchFunctionMode):
     def __init__(self) -> None:
         super().__init__()
         self.inplace: deque[InPlace] = deque(maxlen=KEPT)
-        self.backwards: deque[Backward] = deque(maxlen=KEPT // 16)
+        self.backwards: deque[Backward] = deque(maxlen=BACKWARDS_KEPT)
         self.cuts: deque[Cut] = deque(maxlen=KEPT // 4)
         self.grad_off_at: Location | None = None
         self._depth = 0  # the watch's own work (a backward's hooks) is not the learner's
@@ -112,42 +121,64 @@ class Watch(TorchFunctionMode):
         self.grad_off_at = None
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
+        if _is_compiling():  # torch.compile traces this method: it compiles torch's call alone
+            return func(*args, **(kwargs or {}))
         kwargs = kwargs or {}
-        if self._depth:
-            return func(*args, **kwargs)
+        caller = sys._getframe(1)
+        if caller.f_code is _HANDLE:  # a torch function written in Python (F.softmax)
+            caller = callers_frame(caller)
         name = getattr(func, "__name__", "")
+        if self._depth or name in _ATTRIBUTES:
+            result = call(func, args, kwargs, caller)
+            if not self._depth and type(result) is torch.Tensor:
+                node = grad_fn(result)
+                if node is not None:
+                    node.metadata[MADE_AT] = learner_location(caller)  # x.T, x.real
+            return result
         if name in ("backward", "grad") and func in _BACKWARDS:
             self._backward(name, args, kwargs)
             self._depth += 1
             try:
-                return func(*args, **kwargs)
+                return call(func, args, kwargs, caller)
             finally:
                 self._depth -= 1
         if name == "_set_grad_enabled" and args and args[0] is False:
-            self.grad_off_at = learner_location(sys._getframe(1))
-        inplace = (name.endswith("_") and not name.endswith("__")) or name == "__setitem__"
+            self.grad_off_at = learner_location(caller)
+        inplace = (
+            name[-1:] == "_" and name[-2:] != "__" and name not in _NOT_INPLACE
+        ) or name == "__setitem__"
         if inplace or "out" in kwargs:
             target = kwargs["out"] if "out" in kwargs else (args[0] if args else None)
             if isinstance(target, torch.Tensor):
-                return self._inplace(func, name, [target], args, kwargs)
+                return self._inplace(func, name, [target], args, kwargs, caller)
             if isinstance(target, (list, tuple)) and name.startswith("_foreach"):
                 tensors = [t for t in target if isinstance(t, torch.Tensor)]
-                return self._inplace(func, name, tensors, args, kwargs)
-        result = func(*args, **kwargs)
+                return self._inplace(func, name, tensors, args, kwargs, caller)
+        result = call(func, args, kwargs, caller)
+        if _anomaly_enabled():
+            bare_anomaly_traceback(result, caller)
         if type(result) is torch.Tensor:
-            node = result.grad_fn
+            node = grad_fn(result)
             if node is not None:
-                node.metadata[MADE_AT] = learner_location(sys._getframe(1))
+                node.metadata[MADE_AT] = learner_location(caller)
                 return result
         if result is not None and name not in _NOT_CUTS:  # .item() and the like return a value
             self._maybe_cut(name, args, kwargs, result)
         return result
 
-    def _inplace(self, func: Any, name: str, targets: list, args: tuple, kwargs: dict):
-        before = [(t._version, t.grad_fn) for t in targets]
-        result = func(*args, **kwargs)
-        at = learner_location(sys._getframe(2))
-        for target, (version, made_by) in zip(targets, before, strict=True):
+    def _inplace(
+        self, func: Any, name: str, targets: list, args: tuple, kwargs: dict, caller: Any
+    ) -> Any:
+        before = [_state(t) for t in targets]
+        result = call(func, args, kwargs, caller)
+        if _anomaly_enabled():
+            bare_anomaly_traceback(targets, caller)
+        at = learner_location(caller)
+        for target, state in zip(targets, before, strict=True):
+            after = _state(target)
+            if state is None or after is None:  # an inference tensor, a view torch refuses
+                continue
+            (version, made_by), (version_after, node) = state, after
             self.inplace.append(
                 InPlace(
                     call=name,
@@ -155,12 +186,11 @@ class Watch(TorchFunctionMode):
                     made_by=made_by.name() if made_by is not None else "",
                     storage=_storage(target),
                     version_before=version,
-                    version_after=target._version,
+                    version_after=version_after,
                     at=at,
                     tensor=weakref.ref(target),
                 )
             )
-            node = target.grad_fn
             if node is not None and MADE_AT not in node.metadata:
                 node.metadata[MADE_AT] = at
         return result
@@ -171,12 +201,16 @@ class Watch(TorchFunctionMode):
         # retain_graph is the third positional of both backwards, the fourth of grad
         position = 2 if name == "backward" else 3
         retain = kwargs.get("retain_graph", args[position] if len(args) > position else None)
+        retain_graph = bool(retain) or bool(kwargs.get("create_graph"))
+        # a graph kept for another backward is never held by the watch: its saved tensors would
+        # stay alive; one this backward frees is held, to name it if a later backward needs it
+        held = () if retain_graph else tuple(grad_fn(r) for r in roots)
         self.backwards.append(
             Backward(
                 call=name,
                 at=learner_location(sys._getframe(2)),
-                roots=tuple(r.grad_fn for r in roots if isinstance(r, torch.Tensor)),
-                retain_graph=bool(retain) or bool(kwargs.get("create_graph")),
+                roots=held,
+                retain_graph=retain_graph,
             )
         )
 
@@ -209,7 +243,22 @@ class Watch(TorchFunctionMode):
         self.__exit__(None, None, None)
 
 
+hide(Watch.__torch_function__, Watch._inplace)
+_is_compiling = torch.compiler.is_compiling
+_anomaly_enabled = torch.is_anomaly_enabled
+_HANDLE = torch.overrides.handle_torch_function.__code__
 _BACKWARDS = {torch.Tensor.backward, torch.autograd.backward, torch.autograd.grad}
+
+
+def _state(t: torch.Tensor) -> tuple[int, Any] | None:
+    """`(t._version, t.grad_fn)`, or None where reading them raises: an inference tensor has no
+    version counter, and see `grad_fn`."""
+    if t.is_inference():
+        return None
+    try:
+        return t._version, t.grad_fn
+    except RuntimeError:
+        return None
 
 
 def _storage(t: torch.Tensor) -> int:

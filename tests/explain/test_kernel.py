@@ -80,3 +80,59 @@ def test_a_cell_run_twice_is_explained_as_a_rerun_first(shell, capsys):
         shell.run_cell("y.sum().backward()", store_history=True)
     assert shell.shown == []  # no autograd family: the re-run is the cause
     assert "This cell ran before" in capsys.readouterr().out
+
+
+RETAIN_GRAD_COMPILED = """\
+def f(x, w):
+    h = x @ w
+    h.retain_grad()
+    return h.sum(), h
+
+compiled = torch.compile(f, backend="aot_eager")
+"""
+
+
+def _loss_of_a_compiled_function(shell, loaded: bool):
+    import torch
+
+    torch._dynamo.reset()
+    if loaded:
+        shell.run_cell("%load_ext helpers")
+    shell.run_cell("import torch\nx, w = torch.ones(2, 3), torch.ones(3, 2, requires_grad=True)")
+    shell.run_cell(RETAIN_GRAD_COMPILED)
+    shell.run_cell("loss, h = compiled(x, w)")  # a later cell: the name holds a compiled function
+    loss = shell.user_ns["loss"]
+    torch._dynamo.reset()
+    return None if loss is None else loss.item()
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # torch.jit, on import
+def test_a_compiled_function_returns_what_it_returns_unwatched(shell):
+    # torch 2.13 compiles another program with any torch function mode on: the loss is None
+    assert _loss_of_a_compiled_function(shell, loaded=True) == 12.0
+    assert _loss_of_a_compiled_function(shell, loaded=False) == 12.0
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # torch.jit, on import
+def test_a_cell_that_compiles_is_not_watched_and_others_are(shell):
+    from helpers.explain.kernel import compiles
+
+    shell.run_cell("import torch\nf = torch.compile(lambda x: x * 2)\ng = lambda x: f(x) + 1")
+    shell.run_cell("model = torch.nn.Sequential(torch.nn.Linear(2, 2))\nmodel.compile()")
+    ns = shell.user_ns
+    assert compiles("torch.compile(model)", ns) and compiles("import torch._dynamo", ns)
+    assert compiles("f(x)", ns) and compiles("g(x)", ns) and compiles("model(x)", ns)
+    assert not compiles("torch.nn.Linear(2, 2)(x)", ns) and not compiles("h(x", ns)
+
+
+def test_a_mode_the_learner_left_on_stays_on(shell):
+    import torch
+
+    shell.run_cell("%load_ext helpers")
+    shell.run_cell("import torch\ntorch.set_default_device('cpu')")  # pushes a mode, left on
+    try:
+        assert len(torch.overrides._get_current_function_mode_stack()) == 1
+        shell.run_cell("y = torch.ones(2) * 2")
+        assert len(torch.overrides._get_current_function_mode_stack()) == 1
+    finally:
+        torch.set_default_device(None)

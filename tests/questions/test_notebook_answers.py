@@ -20,7 +20,7 @@ EN = learner_questions("en")
 
 def _asked(cell) -> str | None:
     """The id a code cell asks about: its first statement is ask("<id>")."""
-    tree = ast.parse(cell.source)
+    tree = ast.parse(_python(cell.source))
     first = tree.body[0] if tree.body else None
     if (
         isinstance(first, ast.Expr)
@@ -51,13 +51,20 @@ def answering_cells(path: Path) -> dict[str, list]:
     return found
 
 
+def _python(cell: str) -> str:
+    """A cell as IPython runs it (a setup cell says `%load_ext helpers`)."""
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    return TransformerManager().transform_cell(cell)
+
+
 #: Helpers that raise AssertionError when the error or warning they expect does not happen.
 CHECKING = {"expect_error", "expect_warning"}
 
 
 def _asserts(cells) -> int:
     """How many claims the cells check: assert statements and expect_error / expect_warning."""
-    nodes = [n for c in cells for n in ast.walk(ast.parse(c.source))]
+    nodes = [n for c in cells for n in ast.walk(ast.parse(_python(c.source)))]
     checked = [
         n for n in nodes if isinstance(n, ast.Call) and getattr(n.func, "id", None) in CHECKING
     ]
@@ -90,7 +97,7 @@ def test_the_doctor_s_verdict_is_shown_on_the_bug_in_the_question_s_cells():
         source = "\n".join(c.source for c in cells[question])
         asserted = {
             n.value
-            for a in ast.walk(ast.parse(source))
+            for a in ast.walk(ast.parse(_python(source)))
             if isinstance(a, ast.Assert)
             for n in ast.walk(a)
             if isinstance(n, ast.Constant)

@@ -84,6 +84,7 @@ MODULES: dict[str, list[str]] = {
         ]
         for part in ("record", "verdicts", "report", "checkup")
     },
+    "helpers/doctor/watching.py": ["tests/doctor/test_watching.py"],
     "helpers/questions/__init__.py": ["tests/questions/test_questions.py"],
     **{
         f"helpers/explain/{part}.py": [
@@ -121,6 +122,7 @@ FORKSERVER = {
     "helpers/doctor/verdicts.py",
     "helpers/doctor/report.py",
     "helpers/doctor/unregistered.py",
+    "helpers/doctor/watching.py",
 }
 
 #: Modules left out, each with the reason (drawing and layout are checked by looking at them).
