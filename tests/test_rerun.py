@@ -50,8 +50,9 @@ def test_backward_twice_says_what_why_and_which_cell(ns):
         "RuntimeError: Trying to backward through the graph a second time (or directly access "
         "saved tensors after they have already been freed).",
         "backward() walked the graph of `loss` a second time, but the first backward() had "
-        "already freed what that graph saved: backward() frees a graph as it walks it, unless "
-        "retain_graph=True (notebook 05, 05_freeing_the_graph.ipynb, shows it).",
+        "already freed the tensors that graph's nodes saved: backward() frees each node's saved "
+        "tensors once it has used them (the nodes stay), unless retain_graph=True (notebook 05, "
+        "05_freeing_the_graph.ipynb, shows it).",
         "This cell ran before, as In [4], and its first run used up or changed what it works on.",
         "To run it again, run In [2] again, the cell that makes `w` (w = torch.ones(2, "
         "requires_grad=True)), and the cells after it, in order; or restart the kernel and Run "
@@ -149,6 +150,7 @@ def test_the_explanation_speaks_the_notebooks_language(ns):
     finally:
         set_language("en")
     assert lines[0] == "发生了什么："
+    assert "（笔记本 05，" in lines[2] and "notebook" not in lines[2]
     assert lines[-1].startswith("要重新运行它，请再次运行 In [2]")
 
 
