@@ -8,7 +8,8 @@ integer cast, `.item()`, any operation under `torch.no_grad()`) is a *cut*; a pa
 no gradient is explained by the first cut its values went through. Hooks on the parameters see
 each gradient arrive (and whether an old one was waiting in `.grad`), a global optimizer hook
 sees which optimizer stepped and what it held, and hooks on the backward functions find the first
-one that produced a NaN or an infinity. `torch.autograd.backward`, which torch shows to a mode
+one that produced a NaN or an infinity (in the forward pass, the watch finds the first call that
+made one from finite values). `torch.autograd.backward`, which torch shows to a mode
 only from release 2.11 on, has a stand-in while the block runs: it writes the call down and makes
 it. Nothing is changed: the step computes, warns and compiles as it would without the doctor
 (`helpers.doctor.watching`).
@@ -171,6 +172,16 @@ class Cut:
 
 
 @dataclass
+class Made:
+    """A call of the block that made a NaN or an infinity from finite values."""
+
+    call: str
+    location: Location | None
+    kind: str  # "NaN" or "inf"
+    node: Any  # the backward function of its result (None when it has no graph)
+
+
+@dataclass
 class Step:
     """One `optimizer.step()` the block made."""
 
@@ -194,6 +205,10 @@ class Backward:
     #: the cuts (by position in `Record.cuts`) whose results the root was computed from: the cuts
     #: on this loss's path
     through_cuts: frozenset[int] = frozenset()
+    #: "NaN" or "inf" when a root's value already held one (the forward pass made it), with the
+    #: backward functions of that root's graph; "" when every root was finite
+    root_kind: str = ""
+    root_graph: frozenset[Any] = frozenset()
 
 
 @dataclass
@@ -210,6 +225,8 @@ class ParameterRecord:
     waiting: str = ""
     leftover: bool = False
     leftover_at: Location | None = None
+    #: whose gradient the leftover was: "before" (in .grad when the block began) or "stepped"
+    leftover_from: str = ""
     accumulated: int = 0
     first_use: Location | None = None
     #: where the block cleared a gradient that had arrived and was not stepped yet (the line of
@@ -223,6 +240,10 @@ class ParameterRecord:
     none_arrived: bool = False
     none_from: str = "?"
     none_written: Location | None = None
+    #: the sum of the gradients torch.autograd.grad handed back for it (they pass its hook, but
+    #: not into .grad), and the line of the first such call
+    returned: torch.Tensor | None = None
+    returned_at: Location | None = None
 
 
 @dataclass
@@ -238,6 +259,8 @@ class Record:
     handoff_leaves: list[torch.Tensor] = field(default_factory=list)
     #: the backward function that first produced a NaN or inf, and the line that made it
     first_nonfinite: tuple[str, Location | None] | None = None
+    #: the first calls of the block (at most `MADE_KEPT`) that made a NaN or inf from finite values
+    made_nonfinite: list[Made] = field(default_factory=list)
     error: BaseException | None = None  # what the block raised
     error_at: Location | None = None  # the innermost line of the learner's code it passed
 
@@ -385,7 +408,7 @@ class Recorder:
         self._from_cut = {}
 
     def _watch_parameter(self, name: str, tensor: torch.Tensor, unregistered: Any = None) -> None:
-        grad = tensor.grad
+        grad = _grad(tensor)
         parameter = ParameterRecord(
             name=name,
             tensor=tensor,
@@ -395,11 +418,19 @@ class Recorder:
             unregistered=unregistered,
         )
         self.record.parameters[id(tensor)] = parameter
-        if tensor.requires_grad and tensor.is_leaf:
+        # a tensor the model holds that is not a leaf (`torch.randn(1, requires_grad=True) * 0.1`)
+        # has no .grad, but its gradient passes a hook on it as a leaf's does
+        if tensor.requires_grad and (tensor.is_leaf or unregistered is not None):
             self._handles.append(tensor.register_hook(lambda g, p=parameter: self._arrives(p, g)))
 
     def _arrives(self, parameter: ParameterRecord, grad: torch.Tensor | None) -> None:
         if self._handed_back:  # torch.autograd.grad's: it passes the hook, but not into .grad
+            if grad is not None:
+                self._busy = True
+                try:
+                    self._record_returned(parameter, grad)
+                finally:
+                    self._busy = False
             return
         if grad is None:  # a custom Function's backward returned None for it: nothing arrives
             parameter.none_arrived = True
@@ -410,11 +441,18 @@ class Recorder:
         finally:
             self._busy = False
 
+    def _record_returned(self, p: ParameterRecord, grad: torch.Tensor) -> None:
+        g = grad.detach()
+        p.returned = g.clone() if p.returned is None else p.returned + g
+        if p.returned_at is None:
+            p.returned_at = _learner_location()
+
     def _record_arrival(self, p: ParameterRecord, grad: torch.Tensor) -> None:
-        current = p.tensor.grad
+        current = _grad(p.tensor)
         if current is not None and current.any():
             if p.waiting in ("before", "stepped") and not p.leftover:
                 p.leftover = True
+                p.leftover_from = p.waiting
                 backwards = self.record.backwards
                 p.leftover_at = backwards[-1].at if backwards else None
             elif p.waiting == "block":
@@ -449,6 +487,16 @@ class Recorder:
         entry.wrong_handoff = frozenset().union(
             *(self._wrong_handoff(root, given) for root, given in pairs if given is not None)
         )
+        self._busy = True
+        try:
+            kinds = {nonfinite_kind(root) for root, _ in pairs} - {""}
+            if kinds:  # the forward pass made a NaN or inf: which call, the verdict finds out
+                entry.root_kind = "NaN" if "NaN" in kinds else "inf"
+                entry.root_graph = frozenset(
+                    backward_functions([root.grad_fn for root, _ in pairs if nonfinite_kind(root)])
+                )
+        finally:
+            self._busy = False
         self.record.backwards.append(entry)
         hooks = self._watch_nonfinite([root for root, _ in pairs])
         self._in_backward = True
@@ -546,7 +594,7 @@ class Recorder:
             found = self.record.parameters.get(id(args[0]))
         elif name == "zero_":
             found = next(
-                (p for p in self.record.parameters.values() if p.tensor.grad is args[0]), None
+                (p for p in self.record.parameters.values() if _grad(p.tensor) is args[0]), None
             )
         else:
             return
@@ -572,6 +620,8 @@ class Recorder:
         if name in _NOT_OPERATIONS or (name != "data" and _is_property(name, args)):
             return
         inputs = [t for t in tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
+        if len(self.record.made_nonfinite) < MADE_KEPT:
+            self._made_nonfinite(name, inputs, result)
         for t in inputs:
             parameter = self.record.parameters.get(id(t))
             if parameter is not None and parameter.first_use is None:
@@ -608,6 +658,22 @@ class Recorder:
                 dtype=outputs[0].dtype if outputs else None,
             )
         )
+
+    def _made_nonfinite(self, name: str, inputs: list[torch.Tensor], result: Any) -> None:
+        """Writes the call down when its result holds a NaN or inf and its inputs hold none."""
+        self._busy = True
+        try:
+            outputs = [t for t in tree_leaves(result) if isinstance(t, torch.Tensor)]
+            kinds = {nonfinite_kind(t) for t in outputs} - {""}
+            if not kinds or any(nonfinite_kind(t) for t in inputs):
+                return
+            node = next(
+                (t.grad_fn for t in outputs if nonfinite_kind(t) and t.grad_fn is not None), None
+            )
+            kind = "NaN" if "NaN" in kinds else "inf"
+            self.record.made_nonfinite.append(Made(name, _learner_location(), kind, node))
+        finally:
+            self._busy = False
 
     def _step_begins(self, optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
         self._busy = True
@@ -696,3 +762,34 @@ def _finite(grads: Any) -> bool:
     return all(
         bool(torch.isfinite(g.sum())) for g in grads if isinstance(g, torch.Tensor) and g.numel()
     )
+
+
+#: How many calls that made a NaN or inf from finite values the record keeps: the verdict wants
+#: the first on the loss's path, and a block that makes more is broken before the last of them.
+MADE_KEPT = 8
+
+
+def _grad(t: torch.Tensor) -> torch.Tensor | None:
+    """`t.grad`, read only where there is one to read: a tensor that is not a leaf has none, and
+    torch warns when its .grad is read."""
+    return t.grad if t.is_leaf else None
+
+
+def nonfinite_kind(t: torch.Tensor) -> str:
+    """What t holds that is not finite: "NaN" (first), "inf", or "" for none, and for a tensor
+    whose values cannot be read here (not floating; inside a transform such as torch.func.vmap,
+    where a value cannot decide a branch). A sum is one pass; only a sum that is not finite is
+    looked at entry by entry (a sum of large finite values can overflow)."""
+    if not (t.dtype.is_floating_point or t.dtype.is_complex) or t.is_sparse or not t.numel():
+        return ""
+    if t.device.type == "meta":
+        return ""
+    values = t.detach()
+    try:
+        if bool(torch.isfinite(values.sum())):
+            return ""
+        if bool(torch.isnan(values).any()):
+            return "NaN"
+        return "inf" if bool(torch.isinf(values).any()) else ""
+    except RuntimeError:  # a value inside a transform: it decides no branch
+        return ""

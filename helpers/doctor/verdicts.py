@@ -11,7 +11,15 @@ from typing import Any, NamedTuple
 
 import torch
 
-from helpers.doctor.record import CALLS_TO_PYTHON, Cut, Location, ParameterRecord, Record, reach
+from helpers.doctor.record import (
+    CALLS_TO_PYTHON,
+    Cut,
+    Location,
+    ParameterRecord,
+    Record,
+    nonfinite_kind,
+    reach,
+)
 from helpers.language import say
 
 #: Every verdict the doctor gives a parameter, and whether it is a problem. A frozen parameter
@@ -30,6 +38,8 @@ CAUSES = {
     "not_reaching_loss": True,
     "none_from_function": True,
     "nonfinite": True,
+    "diverged": True,
+    "grad_returned": True,
     "wrong_handoff": True,
     "leftover": True,
     "no_step": True,
@@ -74,7 +84,9 @@ class Judged:
     """One parameter after the block: its gradient, its optimizers, how far it moved, why."""
 
     name: str
-    kind: str  # of the gradient that arrived: "None", "NaN", "inf", "zeros" or "finite"
+    #: of the gradient that arrived (or that torch.autograd.grad handed back, when none
+    #: arrived): "None", "NaN", "inf", "zeros" or "finite"
+    kind: str
     optimizers: tuple[str, ...]  # the types of the optimizers that stepped holding it
     moved: float  # the largest change of an entry (NaN when its shape changed)
     verdict: Verdict
@@ -116,7 +128,7 @@ class _Judge:
             or p.incoming is not None
             or self._optimizers(p)
         ]
-        kinds = {id(p): _gradient_kind(p.incoming) for p in parameters}
+        kinds = {id(p): _gradient_kind(_gradient(p)) for p in parameters}
         moved = {id(p): _moved(p) for p in parameters}
         judged = [
             Judged(
@@ -144,21 +156,31 @@ class _Judge:
             return _verdict("frozen")
         held = r.unregistered
         if held is not None and not self._optimizers(r):
-            key = "unregistered_tensor" if held.holder == "tensor" else "unregistered_in"
+            key = "unregistered_nested" if held.nested else "unregistered_in"
+            if held.holder == "tensor":
+                key = "unregistered_computed" if held.computed else "unregistered_tensor"
             words = {"attribute": held.attribute, "holder": held.holder, "fix": held.fix}
             message = say("common", f"doctor.{key}", **words)
             return Verdict("unregistered", message, held.made_at)
-        if r.incoming is None:
-            return self._why_no_gradient(r)
+        if r.incoming is None and r.returned is None:
+            return self._why_no_gradient(r, moved)
         if kind in ("NaN", "inf"):
-            node, origin = record.first_nonfinite or ("?", None)
-            return _verdict("nonfinite", origin, kind=kind, node=node)
+            return self._nonfinite(kind)
+        steps = [s for s in record.steps if id(r.tensor) in s.held]
+        if r.incoming is None:  # torch.autograd.grad handed it back; nothing put it in .grad
+            if nonfinite_kind(r.tensor):
+                return self._diverged(r, steps)
+            if moved > 0:  # updated with it by hand
+                return _verdict("learned")
+            return _verdict("grad_returned", r.returned_at)
         wrong = [b for b in record.backwards if id(r.tensor) in b.wrong_handoff]
         if wrong:
             return _verdict("wrong_handoff", wrong[0].at)
         if r.leftover:
-            return _verdict("leftover", r.leftover_at)
-        steps = [s for s in record.steps if id(r.tensor) in s.held]
+            key = "leftover_before" if r.leftover_from == "before" else "leftover"
+            return Verdict("leftover", say("common", f"doctor.{key}"), r.leftover_at)
+        if nonfinite_kind(r.tensor):
+            return self._diverged(r, steps)
         if not steps:
             if not record.steps:
                 # moved with no optimizer: updated by hand (under no_grad), which is a step too
@@ -174,6 +196,8 @@ class _Judge:
                 )
             return _verdict("not_in_optimizer", record.steps[0].location)
         if kind == "zeros":
+            if moved > 0:  # by what the optimizer carries: momentum, Adam's averages, decay
+                return Verdict("zero_gradient", say("common", "doctor.zero_gradient_moved"), None)
             return _verdict("zero_gradient")
         if all(id(r.tensor) in s.cleared for s in steps):
             if r.cleared_at is not None:  # seen: the line that cleared it
@@ -200,10 +224,43 @@ class _Judge:
             return _verdict("accumulated", count=r.accumulated + 1)
         return _verdict("learned")
 
-    def _why_no_gradient(self, r: ParameterRecord) -> Verdict:
+    def _nonfinite(self, kind: str) -> Verdict:
+        """Where the NaN or inf of a gradient was made: in the forward pass when a loss backward()
+        started from already held one (the first call on that loss's path that made one from
+        finite values), else the first backward function that turned finite gradients into one."""
+        broken = next((b for b in self.record.backwards if b.root_kind), None)
+        if broken is None:
+            node, origin = self.record.first_nonfinite or ("?", None)
+            return _verdict("nonfinite", origin, kind=kind, node=node)
+        words = {"kind": kind, "loss_kind": broken.root_kind}
+        made = self.record.made_nonfinite
+        graph = broken.root_graph
+        on_path = next((m for m in made if m.node is not None and m.node in graph), None)
+        if on_path is not None:
+            key, where = "nonfinite_forward", on_path
+        elif made:
+            key, where = "nonfinite_forward_elsewhere", made[0]
+        else:
+            message = say("common", "doctor.nonfinite_came_in", **words)
+            return Verdict("nonfinite", message, broken.at)
+        message = say("common", f"doctor.{key}", call=where.call, made=where.kind, **words)
+        return Verdict("nonfinite", message, where.location)
+
+    def _diverged(self, r: ParameterRecord, steps: list[Any]) -> Verdict:
+        """Finite gradient, values that are not finite after the block: the update overflowed,
+        or they were so already."""
+        kind = nonfinite_kind(r.tensor)
+        if nonfinite_kind(r.before):
+            return Verdict("diverged", say("common", "doctor.diverged_before", kind=kind), None)
+        dtype = str(r.tensor.dtype).removeprefix("torch.")
+        return _verdict("diverged", steps[0].location if steps else None, kind=kind, dtype=dtype)
+
+    def _why_no_gradient(self, r: ParameterRecord, moved: float) -> Verdict:
         record = self.record
         failed = next((b for b in record.backwards if b.error is not None), None)
         if not record.backwards and record.error is None:
+            if moved > 0:  # by a gradient the doctor cannot see (torch.func.grad's), or a copy
+                return Verdict("no_backward", say("common", "doctor.no_backward_moved"), None)
             return _verdict("no_backward")
         reached_by_graph = [b for b in record.backwards if not b.no_graph]
         cut = self._first_cut(r, intentional=False)
@@ -287,6 +344,12 @@ def _describe(cut: Cut) -> str:
 def _error_line(err: BaseException) -> str:
     text = str(err).strip().splitlines()
     return f"{type(err).__name__}: {text[0]}" if text else type(err).__name__
+
+
+def _gradient(r: ParameterRecord) -> torch.Tensor | None:
+    """The gradient that arrived in .grad in the block, or else the one torch.autograd.grad
+    handed back for it."""
+    return r.incoming if r.incoming is not None else r.returned
 
 
 def _gradient_kind(grad: torch.Tensor | None) -> str:

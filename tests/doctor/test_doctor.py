@@ -1022,3 +1022,260 @@ def test_a_python_value_that_comes_back_into_the_loss_is_the_cut():
         optimizer.step()
     assert checkup.cause("first.weight") == "cut"
     assert checkup.where("first.bias").code.startswith("h = torch.tensor(model.first(x).tolist())")
+
+
+# -- what each verdict says is what the doctor saw --------------------------------------------
+
+
+class WithAScale(nn.Module):
+    """A learned scale written as many write it: a tensor computed from a leaf, not a leaf."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.head = nn.Linear(2, 1)
+        self.scale = torch.randn(1, requires_grad=True) * 0.1
+
+    def forward(self, x):
+        return self.head(x) * self.scale
+
+
+def test_a_scale_computed_from_a_leaf_is_never_registered():
+    model = WithAScale()
+    optimizer = torch.optim.SGD(model.parameters(), lr=LR)
+    checkup = one_step(model, optimizer)
+    assert checkup.cause("scale") == "unregistered" and checkup.cause("head.weight") == "learned"
+    assert code(checkup, "scale") == "self.scale = torch.randn(1, requires_grad=True) * 0.1"
+    (finding,) = checkup.problems
+    assert "`self.scale` is a tensor computed from one that requires grad" in finding.message
+    assert "Make the value itself the parameter: `self.scale = nn.Parameter(...)`" in (
+        finding.message
+    )
+    with pytest.raises(ValueError, match="optimize a non-leaf Tensor"):  # what the message says
+        torch.optim.SGD([model.scale], lr=LR)
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        one_step(model, optimizer)  # the next step, as the message says
+
+
+class TiedView(nn.Module):
+    """A decoder tied to its encoder through a view kept in __init__: it follows the weight."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.weight = nn.Parameter(torch.randn(3, 2))
+        self.weight_t = self.weight.t()  # computed from a registered leaf: nothing to register
+
+    def forward(self, x):
+        return ((x @ self.weight_t) @ self.weight).sum(1, keepdim=True)  # encode, decode
+
+
+def test_a_tensor_computed_from_registered_parameters_is_no_unregistered_one():
+    model = TiedView()
+    optimizer = torch.optim.SGD(model.parameters(), lr=LR)
+    for _ in range(2):
+        checkup = one_step(model, optimizer)
+        assert checkup.healthy and checkup.rows.column("parameter") == ["weight"], checkup
+    assert torch.equal(model.weight_t, model.weight.t())  # the view followed both steps
+
+
+class Blocks(nn.Module):
+    """Blocks of layers in a list of lists, as a learner groups them."""
+
+    def __init__(self, outer=list):
+        super().__init__()
+        torch.manual_seed(0)
+        self.blocks = outer([[nn.Linear(2, 2), nn.Linear(2, 2)], [nn.Linear(2, 2)]])
+        self.head = nn.Linear(2, 1)
+
+    def forward(self, x):
+        blocks = self.blocks.values() if isinstance(self.blocks, dict) else self.blocks
+        for block in blocks:
+            for layer in block:
+                x = torch.tanh(layer(x))
+        return self.head(x)
+
+
+@pytest.mark.parametrize(
+    ("outer", "holder", "fix"),
+    [
+        (list, "list", "nn.ModuleList([nn.ModuleList([...]), ...])"),
+        (
+            lambda blocks: dict(enumerate(blocks)),
+            "dict",
+            "nn.ModuleDict({key: nn.ModuleList([...]), ...})",
+        ),
+    ],
+)
+def test_layers_in_a_list_of_lists_are_never_registered(outer, holder, fix):
+    model = Blocks(outer)
+    checkup = one_step(model, torch.optim.SGD(model.parameters(), lr=LR))
+    assert checkup.cause("blocks[0][1].weight") == "unregistered"
+    assert checkup.cause("blocks[1][0].bias") == "unregistered"
+    assert checkup.cause("head.weight") == "learned"
+    (finding,) = checkup.problems
+    assert len(finding.parameters) == 6
+    assert f"`self.blocks` is a plain Python {holder} with containers inside it" in finding.message
+    assert finding.message.endswith(f"nested the same way: `{fix}`.")
+    assert finding.location.code.startswith("self.blocks = outer([[nn.Linear(2, 2)")
+
+
+def test_a_step_that_makes_the_weights_infinite_has_not_learned():
+    model = ThreeLayers()
+    optimizer = torch.optim.SGD(model.parameters(), lr=1e38)  # far too large
+    raw = x * 100  # inputs left unscaled: gradients of hundreds
+    with doctor(model) as checkup:
+        optimizer.zero_grad()
+        loss_fn(model(raw), target).backward()
+        optimizer.step()
+    assert set(causes(checkup).values()) == {"diverged"} and not checkup.healthy
+    assert checkup.rows.column("gradient") == ["finite"] * 6
+    assert checkup.rows.column("verdict")[-1] == "values NaN/inf"
+    assert code(checkup, "last.bias") == "optimizer.step()"
+    finding = next(f for f in checkup.problems if "last.bias" in f.parameters)
+    assert "its gradient was finite, but after the step its values hold inf" in finding.message
+    assert "too large for float32" in finding.message
+    assert "Every parameter got a gradient and moved" not in repr(checkup)
+
+
+def test_gradients_from_autograd_grad_applied_by_hand_are_learned():
+    """Meta-learning and functional code: torch.autograd.grad, then an update with what it
+    returned, .grad never touched."""
+    model = ThreeLayers()
+    with doctor(model) as checkup:
+        loss = loss_fn(model(x), target)
+        grads = torch.autograd.grad(loss, list(model.parameters()))
+        with torch.no_grad():
+            for p, g in zip(model.parameters(), grads, strict=True):
+                p -= LR * g
+    assert checkup.healthy and set(causes(checkup).values()) == {"learned"}, checkup
+    assert checkup.rows.column("gradient") == ["finite"] * 6
+    assert all(p.grad is None for p in model.parameters())
+
+
+def test_gradients_from_autograd_grad_that_never_reach_grad_are_named():
+    model = ThreeLayers()
+    optimizer = torch.optim.SGD(model.parameters(), lr=LR)
+    with doctor(model) as checkup:
+        optimizer.zero_grad()
+        loss = loss_fn(model(x), target)
+        grads = torch.autograd.grad(loss, list(model.parameters()))
+        optimizer.step()  # reads .grad: None
+    assert set(causes(checkup).values()) == {"grad_returned"}
+    assert code(checkup, "first.weight") == (
+        "grads = torch.autograd.grad(loss, list(model.parameters()))"
+    )
+    assert len(grads) == 6
+    assert "it is not in .grad, which step() reads" in checkup.findings[0].message
+    with doctor(model := ThreeLayers()) as checkup:  # no gradient at all: none computed
+        loss_fn(model(x), target)
+    assert checkup.findings[0].message.startswith(
+        "no backward() ran inside the block, and no torch.autograd.grad computed its gradient"
+    )
+
+
+def test_a_zero_gradient_that_momentum_moved_says_so():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(2, 2), nn.ReLU(), nn.Linear(2, 1))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    for _ in range(2):  # earlier steps fill the momentum
+        optimizer.zero_grad()
+        loss_fn(model(x), target).backward()
+        optimizer.step()
+    with torch.no_grad():
+        model[0].bias.fill_(-100.0)  # now the ReLU is off for every input
+    with doctor(model) as checkup:
+        optimizer.zero_grad()
+        loss_fn(model(x), target).backward()
+        optimizer.step()
+    assert checkup.cause("0.weight") == "zero_gradient"
+    rows = checkup.rows.column("parameter"), checkup.rows.column("max |Δ|")
+    moved = dict(zip(*rows, strict=True))
+    assert moved["0.weight"] > 0
+    finding = next(f for f in checkup.problems if "0.weight" in f.parameters)
+    assert "It moved all the same, by what the optimizer carries" in finding.message
+    assert "did not move it" not in finding.message
+
+
+def test_a_nan_made_in_the_forward_pass_is_named_where_it_was_made():
+    model = ThreeLayers()
+    optimizer = torch.optim.SGD(model.parameters(), lr=LR)
+    with doctor(model) as checkup:
+        optimizer.zero_grad()
+        out = model(x)
+        log_error = torch.log(out - target)  # below 0 where out < target: NaN
+        loss = log_error.pow(2).mean()
+        loss.backward()
+        optimizer.step()
+    assert set(causes(checkup).values()) == {"nonfinite"}
+    assert code(checkup, "first.weight") == (
+        "log_error = torch.log(out - target)  # below 0 where out < target: NaN"
+    )
+    (finding,) = checkup.findings
+    assert "because the loss itself was already NaN" in finding.message
+    assert "turned finite values into NaN: `log()`, at this line." in finding.message
+
+
+def test_a_nan_that_came_in_with_the_batch_or_was_made_before_the_model():
+    model = ThreeLayers()
+    optimizer = torch.optim.SGD(model.parameters(), lr=LR)
+    batch = x.clone()
+    batch[0, 1] = float("nan")  # a missing value in the data
+    with doctor(model) as checkup:
+        optimizer.zero_grad()
+        loss_fn(model(batch), target).backward()
+        optimizer.step()
+    (finding,) = checkup.findings
+    assert finding.cause == "nonfinite" and "it came in with what the step started from" in (
+        finding.message
+    )
+    prices = torch.tensor([[0.0, 2.0], [3.0, 1.0]])  # a price of 0
+    with doctor(model := ThreeLayers()) as checkup:
+        features = torch.log(prices)  # -inf, with no graph
+        loss_fn(model(features), target).backward()
+    (finding,) = checkup.findings
+    assert finding.location.code == "features = torch.log(prices)  # -inf, with no graph"
+    assert "turned finite values into inf: `log()`" in finding.message
+    assert "did not find it on the loss's graph" in finding.message
+
+
+def test_the_last_micro_batch_of_an_accumulation_alone_is_told_both_readings():
+    model = ThreeLayers()
+    optimizer = torch.optim.SGD(model.parameters(), lr=LR)
+    optimizer.zero_grad()
+    loss_fn(model(x[:1]), target[:1]).backward()  # micro-batch 1 of 2
+    with doctor(model) as checkup:  # wraps micro-batch 2 and the step
+        loss_fn(model(x[1:]), target[1:]).backward()
+        optimizer.step()
+    assert set(causes(checkup).values()) == {"leftover"}
+    (finding,) = checkup.findings
+    assert "a gradient was already in .grad when the block began" in finding.message
+    assert "wrap one whole step, from zero_grad() through every micro-batch's backward()" in (
+        finding.message
+    )
+    model = ThreeLayers()
+    optimizer = torch.optim.SGD(model.parameters(), lr=LR)
+    with doctor(model) as checkup:  # the whole step wrapped: accumulation, said and not blamed
+        optimizer.zero_grad()
+        for micro in (slice(0, 1), slice(1, 2)):
+            loss_fn(model(x[micro]), target[micro]).backward()
+        optimizer.step()
+    assert checkup.healthy and set(causes(checkup).values()) == {"accumulated"}
+
+
+def test_a_step_moved_by_gradients_the_doctor_cannot_see_is_not_told_it_got_none():
+    model = ThreeLayers()
+    params = dict(model.named_parameters())
+
+    def loss_of(params):
+        return loss_fn(torch.func.functional_call(model, params, (x,)), target)
+
+    with doctor(model) as checkup:
+        grads = torch.func.grad(loss_of)(params)
+        with torch.no_grad():
+            for name, p in params.items():
+                p -= LR * grads[name]
+    assert set(causes(checkup).values()) == {"no_backward"}
+    (finding,) = checkup.findings
+    assert "yet it moved: something else updated it" in finding.message
+    assert "torch.func.grad" in finding.message and "so it got none" not in finding.message

@@ -91,6 +91,33 @@ def with_gradients_set_by_hand(model, optimizer):
     optimizer.step()
 
 
+def with_gradients_applied_by_hand(model, optimizer):
+    """Functional code: torch.autograd.grad, then an update with what it returns."""
+    loss = nn.functional.mse_loss(model(x), target)
+    params = [p for p in model.parameters() if p is not model.k]
+    grads = torch.autograd.grad(loss, params)
+    with torch.no_grad():
+        for parameter, grad in zip(params, grads, strict=True):
+            parameter -= 0.1 * grad
+
+
+def with_a_mask_of_minus_infinity(model, optimizer):
+    """-inf made on purpose from finite values (a mask before a softmax): the doctor looks."""
+    optimizer.zero_grad()
+    mask = torch.tensor([[False, True, False, True], [True, False, False, False]])
+    weights = model.first(x).masked_fill(mask, float("-inf")).softmax(-1)
+    nn.functional.mse_loss(model.last(weights), target).backward()
+    optimizer.step()
+
+
+def with_vmap_over_a_layer(model, optimizer):
+    """A transform inside the step: values there cannot decide a branch, the doctor's neither."""
+    optimizer.zero_grad()
+    hidden = torch.func.vmap(lambda sample: model.first(sample).tanh())(x)  # sample by sample
+    nn.functional.mse_loss(model.last(hidden), target).backward()
+    optimizer.step()
+
+
 def failing_in_forward(model, optimizer):
     optimizer.zero_grad()
     loss = nn.functional.mse_loss(model(x.T), target)  # a shape mistake: (3, 2) into Linear(3, 4)
@@ -105,7 +132,15 @@ def failing_in_backward(model, optimizer):
     nn.functional.mse_loss(out, target).backward()
 
 
-STEPS = [plain_step, with_every_hook, with_a_scheduler, with_gradients_set_by_hand]
+STEPS = [
+    plain_step,
+    with_every_hook,
+    with_a_scheduler,
+    with_gradients_set_by_hand,
+    with_gradients_applied_by_hand,
+    with_a_mask_of_minus_infinity,
+    with_vmap_over_a_layer,
+]
 
 
 def run(step, watched: bool):

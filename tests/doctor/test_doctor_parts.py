@@ -739,3 +739,118 @@ def test_the_report_shows_a_hand_made_conclusion():
         "<code></code></li><li>ℹ️ <b>c</b>: frozen.</li></ul>"
     )
     assert report.unfinished_html("ready") == "&lt;doctor checkup: ready&gt;"
+
+
+# -- NaN and inf where they were made; values the step made infinite; gradients handed back -----
+
+
+def test_the_recorder_writes_down_the_calls_that_made_a_nan_or_an_inf_from_finite_values():
+    w = torch.tensor([1.0, -1.0], requires_grad=True)
+    big = torch.full((4,), 3e38)  # finite entries whose sum overflows: nothing made here
+
+    def block():
+        (big * 1).sum()  # inf from finite values, with no graph
+        logged = w.log()  # NaN from finite values: the first on a graph
+        (logged * 2).exp().sum().backward()  # NaN in, NaN out: not made here
+
+    record = recorded(block, {"w": w})
+    sums, log = record.made_nonfinite
+    assert (sums.call, sums.kind, sums.node) == ("sum", "inf", None)
+    assert (log.call, log.kind, log.node.name()) == ("log", "NaN", "LogBackward0")
+    assert log.location.code == "logged = w.log()  # NaN from finite values: the first on a graph"
+    (backward,) = record.backwards
+    assert backward.root_kind == "NaN" and log.node in backward.root_graph
+    finite = recorded(lambda: (w * big[:2]).sum().backward(), {"w": w})
+    assert finite.made_nonfinite == [] and finite.backwards[0].root_kind == ""
+    assert finite.backwards[0].root_graph == frozenset()
+
+
+def test_the_recorder_keeps_the_first_few_calls_that_made_a_nan():
+    w = torch.tensor([-1.0], requires_grad=True)
+
+    def block():
+        for _ in range(20):
+            w.log()
+
+    assert len(recorded(block, {"w": w}).made_nonfinite) == 8
+
+
+def test_gradients_handed_back_by_autograd_grad_are_written_down_apart():
+    w = torch.tensor([1.0, 2.0], requires_grad=True)
+
+    def block():
+        torch.autograd.grad((w * 3).sum(), [w])
+        torch.autograd.grad((w * 2).sum(), [w])
+
+    p = recorded(block, {"w": w}).parameters[id(w)]
+    assert p.incoming is None and torch.equal(p.returned, torch.full((2,), 5.0))
+    assert p.returned_at.code == "torch.autograd.grad((w * 3).sum(), [w])"
+
+
+def broken_loss(made, kind: str = "NaN") -> Record:
+    """A record of w's NaN gradient after a backward from a loss that was already `kind`."""
+    record = stepped(torch.tensor([math.nan]))
+    node = made[0].node if made and made[0].node is not None else "graph"
+    record.backwards = [Backward(BACKWARD_AT, root_kind=kind, root_graph=frozenset({node}))]
+    record.made_nonfinite = made
+    return record
+
+
+def test_a_nan_the_forward_pass_made_is_named_where_it_was_made():
+    from helpers.doctor.record import Made
+
+    on_graph = torch.ones(1, requires_grad=True).log().grad_fn
+    made = [Made("log", CUT_AT, "inf", on_graph)]
+    (judged,) = conclude(broken_loss(made, "inf")).parameters
+    assert judged.verdict == Verdict(
+        "nonfinite",
+        "its gradient holds NaN because the loss itself was already inf: the forward pass made "
+        "it, not the backward. The first call on the loss's graph that turned finite values into "
+        "inf: `log()`, at this line.",
+        CUT_AT,
+    )
+    elsewhere = [Made("div", STEP_AT, "NaN", None), made[0]]
+    record = broken_loss(elsewhere)
+    record.backwards[0].root_graph = frozenset({on_graph})
+    assert conclude(record).parameters[0].verdict.location == CUT_AT  # the one on the graph
+    off_graph = [Made("div", STEP_AT, "NaN", None)]
+    verdict = conclude(broken_loss(off_graph)).parameters[0].verdict
+    assert verdict.location == STEP_AT and "did not find it on the loss's graph" in verdict.message
+    verdict = conclude(broken_loss([])).parameters[0].verdict
+    assert verdict.location == BACKWARD_AT
+    assert "no call of the step that the doctor saw turned finite values into one" in (
+        verdict.message
+    )
+
+
+def test_values_the_step_made_infinite_or_found_so():
+    record = stepped(torch.ones(1))
+    (w,) = [p.tensor for p in record.parameters.values()]
+    with torch.no_grad():
+        w.fill_(math.inf)
+    (judged,) = conclude(record).parameters
+    assert judged.verdict.cause == "diverged" and judged.verdict.location == STEP_AT
+    assert "its values hold inf: the update was too large for float32" in judged.verdict.message
+    record = stepped(torch.ones(1), before=torch.tensor([math.nan]))
+    (w,) = [p.tensor for p in record.parameters.values()]
+    with torch.no_grad():
+        w.fill_(math.nan)
+    (judged,) = conclude(record).parameters
+    assert judged.verdict == Verdict(
+        "diverged",
+        "its values already held NaN before the block: an earlier step made them so. Run the "
+        "doctor on earlier steps to find the update that did it.",
+        None,
+    )
+
+
+def test_a_gradient_handed_back_is_judged_as_one_that_arrived():
+    w = torch.ones(1, requires_grad=True)
+    handed = parameter("w", w, returned=torch.ones(1), returned_at=CUT_AT)
+    verdict = conclude(Record(parameters={id(w): handed})).verdicts["w"]
+    assert verdict.cause == "grad_returned" and verdict.location == CUT_AT
+    nan = parameter("w", w, returned=torch.tensor([math.nan]))
+    assert conclude(Record(parameters={id(w): nan})).verdicts["w"].cause == "nonfinite"
+    with torch.no_grad():
+        w.fill_(math.inf)
+    assert conclude(Record(parameters={id(w): handed})).verdicts["w"].cause == "diverged"

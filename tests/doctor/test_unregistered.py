@@ -110,3 +110,49 @@ def test_the_attribute_is_matched_whole():
 
     (weight, _) = find_unregistered(Similar())
     assert weight.made_at.code == "self.layers = [nn.Linear(1, 1)]"
+
+
+def test_a_tensor_computed_from_a_leaf_nothing_holds_is_found():
+    class Scaled(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = nn.Parameter(torch.ones(2))
+            self.scale = torch.randn(1, requires_grad=True) * 0.1  # its leaf: held by nothing
+            self.w_view = self.w.view(2, 1)  # from a registered leaf: follows it
+            self.offset = torch.zeros(1) + 1  # requires no grad
+
+    (scale,) = find_unregistered(Scaled())
+    assert (scale.name, scale.holder, scale.fix) == ("scale", "tensor", "nn.Parameter")
+    assert scale.computed and not scale.nested and not scale.tensor.is_leaf
+    assert scale.made_at.code.startswith("self.scale = torch.randn(1, requires_grad=True)")
+
+
+def test_layers_in_containers_inside_containers_are_found_with_their_nested_fix():
+    class Nested(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.blocks = [[nn.Linear(1, 1)], {"gate": torch.ones(1, requires_grad=True)}]
+            self.deep = [[[nn.Linear(1, 1, bias=False)]]]
+            self.loop = []
+            self.loop.append(self.loop)  # a list that holds itself: the search ends
+
+    found = {u.name: u for u in find_unregistered(Nested())}
+    assert list(found) == [
+        "blocks[0][0].weight",
+        "blocks[0][0].bias",
+        "blocks[1]['gate']",
+        "deep[0][0][0].weight",
+    ]
+    layer, gate, deep = (
+        found["blocks[0][0].bias"],
+        found["blocks[1]['gate']"],
+        found["deep[0][0][0].weight"],
+    )
+    assert (layer.holder, layer.nested, layer.fix) == (
+        "list",
+        True,
+        "nn.ModuleList([nn.ModuleList([...]), ...])",
+    )
+    assert gate.fix == "nn.ModuleList([nn.ParameterDict({...}), ...])"
+    assert deep.fix == "nn.ModuleList([nn.ModuleList([nn.ModuleList([...]), ...]), ...])"
+    assert not found["blocks[0][0].weight"].computed
