@@ -28,6 +28,7 @@ import graphviz
 
 from helpers.doctor.watching import modes_off
 from helpers.graph import COLOURS, NODE_ATTR, node_font, picture_bundle, title_font
+from helpers.language import say
 from helpers.naming import a_type
 
 __all__ = [
@@ -54,6 +55,10 @@ class CapturedGraphs:
     backward: Any
     saved: list[str]  # names of the forward graph's values kept for the backward
     events: list[str] = field(default_factory=list)  # "forward compiled", "backward called", ...
+
+    def timeline(self) -> str:
+        """What ran when, in the learner's words: "forward compiled → backward called → ..."."""
+        return " → ".join(say("common", f"compiled.{e.replace(' ', '_')}") for e in self.events)
 
 
 def _partitioner(partition: str) -> Callable[..., Any]:
@@ -164,7 +169,7 @@ class GraphPicture(graphviz.Digraph):
             inputs = [a.name for a in node.all_input_nodes]
             for source in inputs:
                 self.edge(source, node.name)
-            mark = "  [saved for backward]" if node.name in saved else ""
+            mark = "  " + say("common", "graph.saved_mark") if node.name in saved else ""
             args = f"({', '.join(inputs)})" if inputs else ""
             self.lines.append(f"  {node.name} = {label}{args}{mark}")
 

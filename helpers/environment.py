@@ -19,7 +19,6 @@ PACKAGES = ["torch", "torchviz", "graphviz", "matplotlib", "ipywidgets", "numpy"
 #: The oldest and newest torch releases `make compat` runs the course on (COMPATIBILITY.md);
 #: tests/runners/test_compat.py checks that they agree with that table.
 TORCH_TESTED = ("2.4.1", "2.15.0")
-MISSING = "missing: run the notebook's first cell or `make install`"
 
 
 def _release(version: str) -> tuple[int, ...]:
@@ -32,14 +31,15 @@ def _release(version: str) -> tuple[int, ...]:
 
 
 def torch_status(version: str | None) -> str:
-    """The status column for torch: "ok", or what is wrong and what to do."""
+    """The status column for torch: "ok", or what is wrong and what to do (in the learner's
+    language; a status that is fine starts with "ok" in every language)."""
     if not version:
-        return MISSING
+        return say("common", "environment.missing")
     oldest, newest = TORCH_TESTED
     if _release(version) < _release(oldest):
-        return f"older than {oldest}, the oldest release the course is tested on: upgrade torch"
+        return say("common", "environment.older", oldest=oldest)
     if _release(version) > _release(newest):
-        return f"ok, newer than {newest} (the newest tested): a printed digit may differ"
+        return say("common", "environment.newer", newest=newest)
     return "ok"
 
 
@@ -63,7 +63,7 @@ def environment_report() -> Table:
     rows = [{"component": "python", "version": platform.python_version(), "status": "ok"}]
     for package in PACKAGES:
         version = _version(package)
-        status = "ok" if version else MISSING
+        status = "ok" if version else say("common", "environment.missing")
         if package == "torch":
             status = torch_status(version)
         rows.append({"component": package, "version": version or "-", "status": status})
@@ -72,7 +72,7 @@ def environment_report() -> Table:
         {
             "component": "dot (graphviz program)",
             "version": dot or "-",
-            "status": "ok" if dot else "missing: graphs are shown as text (see the README)",
+            "status": "ok" if dot else say("common", "environment.dot_missing"),
         }
     )
     where = say("common", "environment.colab" if in_colab else "environment.local")

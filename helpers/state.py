@@ -8,6 +8,7 @@ import torch
 
 from helpers import naming
 from helpers.display import Table
+from helpers.language import say
 from helpers.shapes import shape_text
 
 __all__ = ["STATE_COLUMNS", "describe_grad", "tensor_state"]
@@ -29,14 +30,14 @@ REDUCED_PRECISION = (torch.float16, torch.bfloat16)
 
 def describe_grad(grad: torch.Tensor | None, max_values: int = 6) -> str:
     """'None', the values of a small gradient (4 significant digits), or, for a larger one, its
-    shape and norm: "[0.75, 1]" or "shape [2, 1, 3, 3], norm 2.232"."""
+    shape and norm in the learner's language: "[0.75, 1]" or "shape [2, 1, 3, 3], norm 2.232"."""
     if grad is None:
         return "None"
     if grad.numel() <= max_values:
         values = grad.detach().reshape(-1).tolist()
         return "[" + ", ".join(format(v, ".4g") for v in values) + "]"
     norm = float(grad.detach().double().norm())
-    return f"shape {shape_text(grad)}, norm {norm:.4g}"
+    return say("common", "tables.grad_shape_norm", shape=shape_text(grad), norm=f"{norm:.4g}")
 
 
 def _read_grad(t: torch.Tensor) -> torch.Tensor | None:

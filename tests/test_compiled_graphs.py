@@ -232,3 +232,18 @@ def test_the_picture_in_chinese_names_a_simplified_chinese_face(x):
     assert f'fontname="{graph_module.CHINESE_NODE_FONT}"' in chinese
     assert f'fontname="{graph_module.CHINESE_TITLE_FONT}"' in chinese
     assert "CJK" not in english
+
+
+def test_what_ran_and_what_was_saved_are_said_in_the_learners_language(x):
+    from helpers.language import set_language
+
+    graphs = capture(sin_cos, x)
+    assert graphs.timeline() == "forward compiled → backward called → backward compiled"
+    set_language("zh")
+    try:
+        timeline = graphs.timeline()
+        text = graph_picture(graphs.forward, "前向图", graphs.saved).text()
+    finally:
+        set_language("en")
+    assert timeline == "前向图编译完成 → 调用 backward() → 反向图编译完成"
+    assert "  sin = sin(primals_1)  [为反向传播保存]" in text and "saved for" not in text

@@ -1,8 +1,11 @@
 """helpers.environment: the setup check of notebook 00, torch's tested range above all."""
 
+import re
+
 import pytest
 
 from helpers import environment
+from helpers.language import set_language
 from tests.runners import compat
 
 
@@ -29,6 +32,9 @@ def test_a_version_that_is_no_number_is_refused():
         environment._release("nightly")
 
 
+MISSING = "missing: run the notebook's first cell or `make install`"
+
+
 @pytest.mark.parametrize(
     ("version", "status"),
     [
@@ -38,7 +44,7 @@ def test_a_version_that_is_no_number_is_refused():
         ("2.4.0", "older than 2.4.1, the oldest release the course is tested on: upgrade torch"),
         ("1.13.1", "older than 2.4.1, the oldest release the course is tested on: upgrade torch"),
         ("2.16.0", "ok, newer than 2.15.0 (the newest tested): a printed digit may differ"),
-        (None, environment.MISSING),
+        (None, MISSING),
     ],
 )
 def test_torch_status_says_whether_the_release_is_tested(version, status):
@@ -54,4 +60,21 @@ def test_report_rows_carry_torchs_status(monkeypatch):
     versions["torch"] = None
     report = environment.environment_report()
     torch_row = next(r for r in report.rows if r["component"] == "torch")
-    assert torch_row == {"component": "torch", "version": "-", "status": environment.MISSING}
+    assert torch_row == {"component": "torch", "version": "-", "status": MISSING}
+
+
+def test_in_the_chinese_edition_a_status_that_is_not_ok_is_said_in_chinese(monkeypatch):
+    """00's check speaks English exactly when something is wrong unless every status is said."""
+    monkeypatch.setattr(environment, "_version", lambda package: None)
+    monkeypatch.setattr(environment, "_dot_version", lambda: None)
+    set_language("zh")
+    try:
+        report = environment.environment_report()
+        older, newer = environment.torch_status("1.13.1"), environment.torch_status("9.0")
+        shown = repr(report)
+    finally:
+        set_language("en")
+    statuses = [r["status"] for r in report.rows[1:]] + [older, newer]
+    assert all(re.search(r"[\u4e00-\u9fff]", s) for s in statuses), statuses
+    assert newer.startswith("ok")  # 00 reads a status that starts with "ok" as fine
+    assert "dot（graphviz 程序）" in shown and "graphviz program" not in shown

@@ -147,3 +147,25 @@ def test_the_layout_table_names_every_helpers_module():
         modules = [p.stem for p in folder.glob("*.py") if p.stem != "__init__"]
         missing = sorted(m for m in modules if f"`{m}`" not in rows[name])
         assert not missing, f"CONTRIBUTING.md's layout table lacks {name} modules: {missing}"
+
+
+def test_the_system_install_says_what_to_run_by_hand_in_english_and_chinese(tmp_path):
+    """Without apt-get or brew (or without passwordless sudo), `make install` cannot install dot
+    and the Chinese fonts: it says what to run by hand, and a Chinese learner reads it too."""
+    import shutil
+    import subprocess
+
+    bin_dir = tmp_path / "bin"  # only the programs the script needs besides what it installs
+    bin_dir.mkdir()
+    for program in ("bash", "uname", "id", "cat"):
+        (bin_dir / program).symlink_to(shutil.which(program))
+    done = subprocess.run(
+        [str(bin_dir / "bash"), str(ROOT / ".ci" / "system-packages")],
+        env={"PATH": str(bin_dir)},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert "Could not install: graphviz" in done.stderr
+    assert "无法自动安装：graphviz" in done.stderr
+    assert "Debian/Ubuntu：sudo apt-get install graphviz" in done.stderr

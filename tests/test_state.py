@@ -141,3 +141,14 @@ def test_a_dtype_column_appears_only_when_precision_is_mixed():
     assert mixed.row("half")["dtype"] == "float16"
     assert tensor_state(b=w.detach().bfloat16()).row("b")["dtype"] == "bfloat16"
     assert "dtype" not in tensor_state(d=w.detach().double()).columns
+
+
+def test_in_the_chinese_edition_a_large_grad_is_summarised_in_chinese():
+    from helpers.language import set_language
+
+    set_language("zh")
+    try:
+        assert describe_grad(torch.ones(10, 10)) == "形状 [10, 10]，范数 10"
+        assert describe_grad(torch.ones(2)) == "[1, 1]"  # values stay values
+    finally:
+        set_language("en")

@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 
 import torch
 
-from helpers.display import Figure, Table
+from helpers.display import Figure, Table, figure_phrase, figure_words
 from helpers.graph import AutogradGraph, autograd_graph
-from helpers.language import say
+from helpers.language import phrase, say
 from helpers.params import ParamDiff, diff_figure, param_diff, snapshot
 from helpers.state import tensor_state
 
@@ -259,14 +259,24 @@ class OptimizerRun:
         columns = ["parameter", "elements moved", "max |Δ|"] + (["note"] if noise else [])
         return Table(columns, rows, note=summary)
 
-    def figure_title(self) -> str:
-        """The heatmaps' title: the setting that ran."""
-        title = (
-            f"{self.optimizer}, lr={self.lr:g}, {self.arrangement}, set_to_none={self.set_to_none}"
+    def setting(self, drawn: bool = False) -> str:
+        """The setting that ran, in words ("Adam, lr=0.01, one per model, set_to_none=True"): in
+        the learner's language, or, `drawn`, in the language the figure is drawn in."""
+        words = figure_words if drawn else lambda key, **v: say("common", f"figures.{key}", **v)
+        named = figure_phrase if drawn else lambda english: phrase(None, english)
+        loss = "" if self.loss == LOSSES[0] else words("lab_loss", loss=named(self.loss))
+        return words(
+            "lab_setting",
+            optimizer=named(self.optimizer),
+            lr=f"{self.lr:g}",
+            arrangement=named(self.arrangement),
+            set_to_none=self.set_to_none,
+            loss=loss,
         )
-        if self.loss != LOSSES[0]:
-            title += f", {self.loss} loss"
-        return title
+
+    def figure_title(self) -> str:
+        """The heatmaps' title: the setting that ran, in the figure's language."""
+        return self.setting(drawn=True)
 
     def figure(self) -> Figure:
         """Heatmaps of what changed, per parameter (drawn once, then reused)."""

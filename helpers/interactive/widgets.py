@@ -44,7 +44,7 @@ from helpers.interactive.explorers import (
 )
 from helpers.interactive.live import LiveWidget, WidgetFactory, hint
 from helpers.interactive.widget_pictures import figure_html, graph_html, snapshot_svg, table_html
-from helpers.language import say
+from helpers.language import phrase, say
 from helpers.params import redraw_diff_figure
 
 __all__ = [
@@ -76,11 +76,11 @@ class GraphExplorer(LiveWidget):
     ) -> None:
         make = WidgetFactory()
         self.controls = {
-            "detach": make.checkbox("detach at the cut (h_cut = h.detach())", detach),
+            "detach": make.checkbox(say("common", "widgets.detach"), detach),
             "input_requires_grad": make.checkbox(
-                "requires_grad on the input x", input_requires_grad
+                say("common", "widgets.input_requires_grad"), input_requires_grad
             ),
-            "retain_grad": make.checkbox("retain_grad() on the intermediate h", retain_grad),
+            "retain_grad": make.checkbox(say("common", "widgets.retain_grad"), retain_grad),
         }
         self.code = make("HTML")
         self.picture = make("HTML")
@@ -146,7 +146,7 @@ class BackwardStepper(LiveWidget):
             min=0,
             max=last,
             step=1,
-            description="step",
+            description=say("common", "widgets.step"),
             continuous_update=True,
             layout=make.new_layout(width="420px"),
         )
@@ -221,9 +221,9 @@ class OptimizerLab(LiveWidget):
         self.controls = {
             "optimizer": make(
                 "Dropdown",
-                options=list(OPTIMIZERS),
+                options=[(phrase(None, o), o) for o in OPTIMIZERS],
                 value=optimizer,
-                description="optimizer",
+                description=say("common", "widgets.optimizer"),
                 layout=make.new_layout(width="260px"),
             ),
             "lr": make(
@@ -240,7 +240,7 @@ class OptimizerLab(LiveWidget):
             "set_to_none": make.checkbox("zero_grad(set_to_none=True)", set_to_none),
             "arrangement": make(
                 "ToggleButtons",
-                options=list(ARRANGEMENTS),
+                options=[(phrase(None, a), a) for a in ARRANGEMENTS],
                 value=arrangement,
                 style={"button_width": "150px"},
             ),
@@ -266,10 +266,7 @@ class OptimizerLab(LiveWidget):
         box.add_class("autograd-optimizer-lab")
         run = self.run
         assert run is not None
-        settings = ", ".join(f"{k}={v!r}" for k, v in self.settings().items())
-        title = say("common", "widgets.optimizer_lab", settings=settings)
-        if loss != LOSSES[0]:
-            title += f", loss={loss!r}"
+        title = say("common", "widgets.optimizer_lab", settings=run.setting())
         moves, moved = run.moves_table(), run.moved_table()
         super().__init__(
             box,

@@ -34,6 +34,7 @@ import torch
 import torch.distributed as dist
 from torch import Tensor, nn
 
+from helpers.language import say
 from helpers.memory import track_saved
 from helpers.ranks.launch import doing
 from helpers.split import POST_SEED, SplitModels, build_models, cut, token_loss
@@ -67,13 +68,9 @@ ROLES = {
     2: "stage 2: model 3 and the labels",
 }
 SCHEDULES = ("GPipe", "1F1B")
-#: Who divided the micro-batches' summed gradients by their number (`StageRun.scaled_by`).
-SCALED_BY = {
-    "engine": "the engine (scale_grads=True)",
-    "nobody": "nobody (scale_grads=False): the sum over the micro-batches",
-    "run_stage": "run_stage: this release's schedules do not scale, so it divides by the number "
-    "of micro-batches itself",
-}
+#: Who divided the micro-batches' summed gradients by their number (`StageRun.scaler`); what
+#: `StageRun.scaled_by` says of each is `[scaled_by]` in 07b's text file.
+SCALERS = ("engine", "nobody", "run_stage")
 #: How `run_stage(fault=...)` makes its rank fail: raise an error, or hang without a word.
 FAULT_MODES = ("raise", "hang")
 
@@ -146,7 +143,15 @@ class StageRun:
     grads: dict[str, Tensor] = field(default_factory=dict)
     losses: list[float] = field(default_factory=list)
     repaired: bool = False
-    scaled_by: str = ""
+    scaler: str = ""  # one of SCALERS
+
+    @property
+    def scaled_by(self) -> str:
+        """Who divided the summed gradients by the number of micro-batches, in the learner's
+        words ("the engine (scale_grads=True)")."""
+        if not self.scaler:
+            return ""
+        return say("07b_pipeline_and_data_parallel", f"scaled_by.{self.scaler}")
 
 
 def engine_needs_repair() -> bool:
@@ -395,7 +400,7 @@ def record_stage(
     scales = getattr(runner, "scale_grads", None)  # None: torch 2.4's schedules never scale
     record = StageRun(rank, type(runner).__name__.removeprefix("Schedule"))
     record.repaired = engine_needs_repair()
-    record.scaled_by = SCALED_BY["engine" if scales else "nobody"]  # run_stage mends torch 2.4's
+    record.scaler = "engine" if scales else "nobody"  # run_stage mends torch 2.4's
     recorder = _StageRecorder(record, rank, fault)
     recorder.wrap(stage)
     with _EngineSpy.reporting_to(recorder), track_saved(known=module) as recorder.saved:
@@ -446,7 +451,7 @@ def run_stage(
         if scale_grads and not engine_scales:  # what later releases' scale_grads=True does
             for p in module.parameters():
                 p.grad.div_(microbatches)
-            record.scaled_by = SCALED_BY["run_stage"]
+            record.scaler = "run_stage"
     return record
 
 

@@ -24,6 +24,15 @@ FORWARD, BACKWARD = "#1f77b4", "#d62728"
 _TINT = {FORWARD: "#e4eef8", BACKWARD: "#f9e3e3"}
 
 
+def _what(what: str, drawn: bool = False) -> str:
+    """A message's name ("activation f1", "gradient ff1.grad") in the learner's words, or,
+    `drawn`, in the words of the figure's language."""
+    kind, _, name = what.partition(" ")
+    if kind not in ("activation", "gradient"):
+        return what
+    return figure_words(kind, name=name) if drawn else say("common", f"figures.{kind}", name=name)
+
+
 def wire_table(records: list[WireRecord], steps: list[int] | None = None) -> Table:
     """What crossed between the ranks: step, phase, direction, what, shape, payload bytes."""
     rows = [
@@ -31,7 +40,7 @@ def wire_table(records: list[WireRecord], steps: list[int] | None = None) -> Tab
             "step": r.step,
             "phase": r.phase,
             "direction": r.direction,
-            "what": r.what,
+            "what": _what(r.what),
             "shape": shape_text(r.shape),
             "bytes": r.nbytes,
         }
@@ -105,8 +114,7 @@ def sequence_figure(records: list[WireRecord], step: int = 1) -> Figure:
             arrowprops={"arrowstyle": "-|>", "color": color, "lw": 2, "mutation_scale": 16},
         )
         middle = (xs[r.src] + xs[r.dst]) / 2
-        kind, _, name = r.what.partition(" ")  # "activation f1", "gradient ff1.grad"
-        what = figure_words(kind, name=name) if kind in ("activation", "gradient") else r.what
+        what = _what(r.what, drawn=True)
         ax.text(middle, -i + 0.07, what, ha="center", va="bottom", fontsize=10, color=color)
         ax.text(
             middle,

@@ -1,13 +1,13 @@
-"""The words inside code that a translation may say in its own language: comments, the strings a
-cell prints, and the titles and notes it passes to a helper to show.
+"""The words inside code that a translation may say in its own language: comments, docstrings,
+the strings a cell prints, and the titles and notes it passes to a helper to show.
 
 A twin's code is the English code; only these words differ. `texts(source)` finds them (Python's
-tokenizer finds the comments, its parser the string literals passed to `print` or as `title=`,
-`note=` and the like, a title passed by position to `graph_picture`, the keys naming a
-`show_graph` picture's `params=`), `apply` puts translations in, and `same_code` proves two
-cells are one program: their syntax trees are equal once those strings' words are blanked, so no
-translation can change what the code does, and a translated f-string keeps its `{expressions}`
-and their formats.
+tokenizer finds the comments, its parser the docstrings and the string literals passed to
+`print` or as `title=`, `note=` and the like, a title passed by position to `graph_picture`, the
+keys naming a `show_graph` picture's `params=`), `apply` puts translations in, and `same_code`
+proves two cells are one program: their syntax trees are equal once those strings' words are
+blanked, so no translation can change what the code does, and a translated f-string keeps its
+`{expressions}` and their formats.
 
 Markers that tools read (`# NBVAL_IGNORE_OUTPUT`, `# @title`, `# noqa`, `# type:`, `# pragma`)
 are not words to translate.
@@ -95,12 +95,24 @@ def _literals(node: ast.expr) -> list[ast.expr]:
     return []
 
 
-def _said(node: ast.AST) -> list[ast.expr]:
-    """The string literals a call says to the learner: print's positional arguments (and the
-    literals they join with `+`), the keyword arguments in SHOWN_KEYWORDS of any call, a title
-    passed by position (SHOWN_POSITIONS) and the literal keys of a picture's `params=` labels."""
-    if not isinstance(node, ast.Call):
+def _docstring(node: ast.AST) -> list[ast.expr]:
+    """A function's or class's docstring: prose that says what the code does (an exercise
+    stub's task is stated there)."""
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
         return []
+    first = node.body[0] if node.body else None
+    if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+        return [first.value] if isinstance(first.value.value, str) else []
+    return []
+
+
+def _said(node: ast.AST) -> list[ast.expr]:
+    """The string literals a cell says to the learner: a docstring, print's positional arguments
+    (and the literals they join with `+`), the keyword arguments in SHOWN_KEYWORDS of any call, a
+    title passed by position (SHOWN_POSITIONS) and the literal keys of a picture's `params=`
+    labels."""
+    if not isinstance(node, ast.Call):
+        return _docstring(node)
     said = []
     name = node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", "")
     if isinstance(node.func, ast.Name) and name == "print":  # the builtin, not log.print

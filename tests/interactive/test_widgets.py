@@ -115,7 +115,8 @@ def test_optimizer_lab_controls_rerun_the_step():
     lab.controls["lr"].value = 0.1
     assert lab.run.lr == pytest.approx(0.1)
     text = lab._repr_mimebundle_()["text/plain"]
-    assert "arrangement='one per model'" in text and "times moved" in text
+    assert text.startswith("Optimizer lab: Adam, lr=0.01, one per model, set_to_none=True\n")
+    assert "times moved" in text
     # The compared text carries the initial run's code and its tables, computed, not a placeholder.
     first = optimizer_run()
     assert first.code in text and repr(first.moved_table()) in text and "[figure" not in text
@@ -129,11 +130,11 @@ def test_optimizer_lab_with_the_per_token_loss_keeps_it_across_updates():
     lab = optimizer_lab(loss=LOSSES[1])
     assert lab.run.loss == LOSSES[1] and "token_loss" in lab.code.value
     text = lab._repr_mimebundle_()["text/plain"]
-    assert "loss='per token'" in text and "token_loss(out, target)" in text
+    assert "set_to_none=True, per token loss\n" in text and "token_loss(out, target)" in text
     lab.controls["set_to_none"].value = False
     assert lab.run.loss == LOSSES[1] and "token_loss" in lab.code.value
     default = optimizer_lab()._repr_mimebundle_()["text/plain"]
-    assert "loss=" not in default and "token_loss" not in default
+    assert "per token" not in default and "token_loss" not in default
 
 
 def test_optimizer_lab_text_follows_the_run_it_shows():
@@ -162,3 +163,44 @@ def test_only_the_ipywidgets_api_common_to_7_and_8():
         source = (ROOT / "helpers" / name).read_text()
         for eight_only in ("tooltip", "TagsInput", "Stack(", "description_allow_html"):
             assert eight_only not in source, (name, eight_only)
+
+
+#: Labels that are code, the same in every edition: an optimizer's class, an argument.
+CODE_LABELS = {"SGD", "Adam", "lr", "zero_grad(set_to_none=True)", "backward(retain_graph=True)"}
+
+
+def shown_labels(widget) -> list[str]:
+    """Every label a widget's controls show: descriptions and the options' labels."""
+    controls = getattr(widget, "controls", None) or {"slider": widget.slider, "r": widget.retain}
+    labels = []
+    for control in controls.values():
+        labels += [control.description] if control.description else []
+        labels += list(getattr(control, "_options_labels", ()))
+    return labels
+
+
+@pytest.fixture
+def chinese():
+    from helpers.language import set_language
+
+    set_language("zh")
+    yield
+    set_language("en")
+
+
+def test_in_the_chinese_edition_no_control_of_a_widget_is_labelled_in_english(chinese):
+    import re
+
+    widgets = [graph_explorer(), backward_stepper(), optimizer_lab(loss=LOSSES[1])]
+    english = [
+        label
+        for w in widgets
+        for label in shown_labels(w)
+        if label not in CODE_LABELS and not re.search(r"[\u4e00-\u9fff]", label)
+    ]
+    assert english == []
+    lab = widgets[2]
+    # The lab's header and its heatmaps' title say the setting in Chinese, around the code's words
+    for title in (repr(lab).splitlines()[0], lab.run.figure_title()):
+        words = re.sub(r"\w+=\w+|SGD|Adam|\d", "", title)
+        assert not re.search(r"[A-Za-z]{2,}", words), title

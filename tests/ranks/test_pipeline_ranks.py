@@ -5,6 +5,8 @@ with faults."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 
@@ -385,3 +387,19 @@ def test_the_recorder_sees_what_the_engine_passed_and_what_autograd_was_given(mo
                     "same gradients": False}  # fmt: skip
     assert torch.equal(recorder.record.arrived[3], arrived)
     assert torch.equal(recorder.record.sent_back[3], torch.full((2,), 7.0))
+
+
+def test_who_scaled_is_said_in_the_learners_language():
+    from helpers.language import set_language
+    from helpers.ranks.pipeline_ranks import SCALERS, StageRun
+
+    record = StageRun(0, "1F1B", scaler="engine")
+    assert record.scaled_by == "the engine (scale_grads=True)"
+    set_language("zh")
+    try:
+        said = {s: StageRun(0, "1F1B", scaler=s).scaled_by for s in SCALERS}
+    finally:
+        set_language("en")
+    assert said["engine"] == "引擎（scale_grads=True）"
+    assert not any(re.search(r"\b(the|nobody|itself)\b", s) for s in said.values()), said
+    assert StageRun(0, "GPipe").scaled_by == ""  # not run yet

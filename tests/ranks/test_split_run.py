@@ -440,3 +440,19 @@ def test_stop_forkserver_ends_server_and_tracker_and_the_next_run_starts_them_ag
     again = d.run_distributed(steps=2, deadline=240)
     assert again.losses == run.losses[:2]
     assert_nothing_left(again.pids)
+
+
+def test_the_wire_table_names_each_message_in_the_learners_language():
+    from helpers.language import set_language
+
+    records = [
+        split_ranks.WireRecord(1, phase, 0, 1, what, (1, 5, 6), "float32", 120)
+        for phase, what in (("forward", "activation f1"), ("backward", "gradient ff2.grad"))
+    ]
+    what = [r.what for r in records]
+    assert split_display.wire_table(records).column("what") == what
+    set_language("zh")
+    try:
+        assert split_display.wire_table(records).column("what") == ["激活值 f1", "梯度 ff2.grad"]
+    finally:
+        set_language("en")

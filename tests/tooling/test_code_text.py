@@ -148,3 +148,31 @@ def test_a_title_keeps_its_fields():
     english = 'show_graph(y, title=f"step {step} of {total}")'
     assert same_code(english, 'show_graph(y, title=f"第 {step} 步，共 {total} 步")')
     assert not same_code(english, 'show_graph(y, title=f"第 {total} 步")')
+
+
+def test_a_docstring_is_words_and_a_string_that_merely_stands_first_elsewhere_is_not():
+    cell = '''\
+def take_snapshot(w):
+    """The current values of w, as a tensor later updates cannot change."""
+    return ...
+
+
+class Net:
+    """A net."""
+
+    label = "not a docstring"
+
+
+"""a module's string: not a function's"""
+x = (lambda: "not one either")()
+'''
+    found = [t.text for t in texts(cell)]
+    assert found == [
+        '"""The current values of w, as a tensor later updates cannot change."""',
+        '"""A net."""',
+    ]
+    translated = cell.replace("The current values of w, as a tensor later updates cannot change.",
+                              "w 当前的值，放在之后的更新改变不了的张量里。")  # fmt: skip
+    assert same_code(cell, translated)
+    assert not same_code(cell, cell.replace("return ...", "return w.clone()"))
+    assert not same_code(cell, cell.replace("not a docstring", "别的"))

@@ -693,3 +693,42 @@ def test_a_pictures_data_fingerprint_is_read_however_its_base64_is_written():
     assert editions._png_data(base64.b64encode(_png_with({"Software": "x"})).decode()) is None
     assert editions._png_data(base64.b64encode(b"GIF89a").decode()) is None
     assert editions._png_data("not base64 at all!") is None
+
+
+#: English a helper once spliced into the Chinese edition's outputs, each a pattern of a line a
+#: native reader met: the grad column, compare_models' note, 07's wire log and cosine range,
+#: 07b's scaler and buckets, 09c's event chain and saved values, 10b's verdicts and hook chain,
+#: 00's check.
+SPLICED = {
+    "grad column": r"\bshape \[[\d, ]*\], norm \d",
+    "compared runs": r"\d+ of \d+ the same|个在「?[A-Za-z_ ]+」?和",
+    "wire log": r"rank \d → rank \d\s+(activation|gradient) ",
+    "cosine range": r"[+-]\d\.\d\d to [+-]\d",
+    "who scaled": r"the engine \(scale_grads",
+    "buckets": r"bucket \d+: \d+ bytes",
+    "compile events": r"forward compiled|backward called|backward compiled",
+    "saved mark": r"\[saved for backward\]",
+    "hook chain": r"module hook \(|post-accumulate hook \(",
+    "verdicts": r"'left out'",
+    "environment check": r"^(All set\.|Check: )",
+}
+
+
+def spliced_english(path) -> list[str]:
+    """The output lines of a twin that carry English a helper spliced in (SPLICED)."""
+    found = []
+    for n, cell in enumerate(nbformat.read(path, as_version=4).cells, start=1):
+        for output in cell.get("outputs", []):
+            text = output.get("text", "") + output.get("data", {}).get("text/plain", "")
+            for line in text.splitlines():
+                found += [
+                    f"{path.name} cell {n} ({what}): {line.strip()[:100]}"
+                    for what, pattern in SPLICED.items()
+                    if re.search(pattern, line)
+                ]
+    return found
+
+
+def test_no_twin_output_carries_english_a_helper_spliced_in():
+    found = [line for path in NOTEBOOKS for line in spliced_english(twin_path(path))]
+    assert found == [], "\n".join(found)
