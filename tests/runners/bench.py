@@ -7,7 +7,8 @@
 2. Each notebook's Run All time minus the floor: the median, over rounds, of the difference
    between the notebook's run and the floor kernel run just before it.
 3. `show_graph` (build + SVG + text form) vs raw torchviz (build + SVG) on a ~1,200-edge graph,
-   and a training step inside `with doctor(model)` vs the same step without it.
+   a training step inside `with doctor(model)` vs the same step without it, and a training step
+   under the explainer's watch and under anomaly mode vs the same step bare.
 4. `import torch, helpers` over `import torch`, in fresh interpreters.
 5. Whether the machine kept one speed: the spread of all floor kernel runs. Seconds measured
    while something else used the machine are stretched; this row says when that happened.
@@ -53,6 +54,8 @@ from helpers.course import course_notebooks
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = course_notebooks(ROOT / "notebooks")  # 00_ ... 06_, 06b_, 07_ ...
 TARGET_SUITE_RATIO = 1.5
+#: The explainer's watch over a bare training step (issue 52's goal).
+TARGET_EXPLAINER_RATIO = 1.3
 TARGET_ABOVE_FLOOR = {
     "07_split_across_processes.ipynb": 10.0,
     "07b_pipeline_and_data_parallel.ipynb": 10.0,  # starts 3 + 3 + 3 + 2 + 3 processes
@@ -319,6 +322,68 @@ def bench_doctor(repeat: int, steps: int = 50) -> list[dict]:
     return rows
 
 
+def _training_step(model, optimizer, x, y) -> None:
+    import torch
+
+    optimizer.zero_grad()
+    torch.nn.functional.cross_entropy(model(x), y).backward()
+    optimizer.step()
+
+
+def bench_explainer(repeat: int, steps: int = 40) -> dict:
+    """One training step bare, under the explainer's watch (`%load_ext helpers` runs every cell
+    so) and under `torch.autograd.detect_anomaly()`: an MLP 784-256-10 on a batch of 64, SGD with
+    momentum, one thread, as reports of anomaly mode's cost measure it. The three ways alternate
+    within each round; a round's time is the median of its steps, and the ratio the median over
+    rounds of the ratios within a round."""
+    import torch
+    from torch import nn
+
+    from helpers.explain.watch import Watch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 10))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    x, y = torch.randn(64, 784), torch.randint(0, 10, (64,))
+    watch = Watch()
+    ways = {
+        "bare": contextlib.nullcontext,
+        "explainer": lambda: watch,
+        "anomaly": torch.autograd.detect_anomaly,
+    }
+    seconds: dict[str, list[float]] = {name: [] for name in ways}
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # anomaly mode warns that it is slow on every entry
+            for _ in range(5):  # warm-up
+                for way in ways.values():
+                    with way():
+                        _training_step(model, optimizer, x, y)
+            for _ in range(max(15, 3 * repeat)):
+                for name, way in ways.items():
+                    times = []
+                    for _ in range(steps):
+                        start = time.perf_counter()
+                        with way():
+                            _training_step(model, optimizer, x, y)
+                        times.append(time.perf_counter() - start)
+                    seconds[name].append(statistics.median(times))
+    finally:
+        torch.set_num_threads(threads)
+    rounds = list(zip(*(seconds[n] for n in ways), strict=True))
+    explainer = statistics.median(e / b for b, e, _ in rounds)
+    anomaly = statistics.median(a / b for b, _, a in rounds)
+    return {
+        "measure": "explainer's watch around one training step, an MLP 784-256-10, batch 64",
+        "value": f"{explainer:.2f}× bare; anomaly mode {anomaly:.2f}× "
+        f"(bare {statistics.median(seconds['bare']) * 1e3:.2f} ms)",
+        "target": f"≤ {TARGET_EXPLAINER_RATIO}×",
+        "met": explainer <= TARGET_EXPLAINER_RATIO,
+    }
+
+
 def _python_time(code: str) -> float:
     start = time.perf_counter()
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
@@ -523,6 +588,7 @@ def main(argv: list[str] | None = None) -> int:
         bench_import(args.repeat),
         bench_graph(args.repeat),
         *bench_doctor(args.repeat),
+        bench_explainer(args.repeat),
         *bench_widgets(),
     ]
     if not args.skip_notebooks:

@@ -111,6 +111,30 @@ def test_the_doctor_is_timed_against_the_same_step_without_it(monkeypatch):
     assert rows[0]["target"] == "≤ +10 ms" and rows[0]["met"] is True
 
 
+def test_the_explainer_is_timed_against_the_same_step_bare_and_under_anomaly_mode(monkeypatch):
+    ticks = {"bare": 1, "explainer": 2, "anomaly": 5}  # a step's duration, in ms, by way
+    now = [0.0]
+    way = []
+
+    def perf_counter():
+        return now[0]
+
+    def step(model, optimizer, x, y):
+        import torch
+
+        watched = torch.overrides._get_current_function_mode_stack()
+        name = "anomaly" if torch.is_anomaly_enabled() else "explainer" if watched else "bare"
+        way.append(name)
+        now[0] += ticks[name] / 1000
+
+    monkeypatch.setattr(bench.time, "perf_counter", perf_counter)
+    monkeypatch.setattr(bench, "_training_step", step)
+    row = bench.bench_explainer(repeat=1, steps=1)
+    assert set(way) == {"bare", "explainer", "anomaly"}
+    assert row["value"] == "2.00× bare; anomaly mode 5.00× (bare 1.00 ms)"
+    assert row["target"] == "≤ 1.3×" and row["met"] is False
+
+
 def test_make_test_times_check_test_and_each_notebook_in_one_clone(monkeypatch):
     ran = []
 
