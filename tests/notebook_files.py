@@ -23,3 +23,13 @@ def chosen(notebooks: list[Path]) -> list[Path]:
 #: The English notebooks that notebook-running tests run (every one, unless $COURSE_NOTEBOOK).
 CHOSEN = chosen(NOTEBOOKS)
 CHOSEN_IDS = [p.name for p in CHOSEN]
+
+
+def chosen_twins(prefixes: tuple[str, ...]) -> list[Path]:
+    """The Chinese twins a notebook-running test runs beside the English notebooks: for the
+    one-notebook check ($COURSE_NOTEBOOK), the chosen notebook's twin; in `make test`, those whose
+    names start with one of `prefixes` (the test says why those)."""
+    one_notebook = bool(os.environ.get("COURSE_NOTEBOOK"))
+    return [
+        FOLDER / "zh" / p.name for p in CHOSEN if one_notebook or p.name.startswith(prefixes)
+    ]

@@ -102,7 +102,7 @@ def test_steps() -> list[Step]:
         ),
         Step(
             "rerun",
-            "every cell of every notebook run twice in a row explains itself; both editions",
+            "every cell of every notebook run twice in a row explains itself; three twins too",
             [*pytest, "tests", "-m", "rerun"],
             expected=370,
         ),
@@ -121,7 +121,7 @@ def test_steps() -> list[Step]:
         ),
         Step(
             "browser-zh",
-            "JupyterLab runs every Chinese twin in Chromium",
+            "JupyterLab runs the Chinese start page and the twins with widgets in Chromium",
             [*pytest, "tests/browser/test_browser.py", "-k", "chinese_notebook"],
             expected=330,
         ),
