@@ -84,8 +84,8 @@ def test_right_answers_pass_however_written():
 def test_each_typical_mistake_gets_its_own_message():
     assert "first part ran the full backward" in messages(full_backward_first)[1]
     assert messages(graph_freed)[1] == (
-        "finish() raised: the graph was freed by the first part. Keep it for the second with "
-        "retain_graph=True"
+        "finish() raised: the first part's backward freed the tensors the graph saved. Keep them "
+        "for the second with retain_graph=True"
     )
     assert "writes no .grad" in messages(grad_only)[1]
     assert "inputs=weights" in messages(input_again)[1]
