@@ -47,3 +47,12 @@ def test_wild_md_is_what_the_runner_makes_now(results):
     assert wild.TABLE.read_text() == wild.render(results), (
         "WILD.md is stale: run python -m tests.runners.wild"
     )
+
+
+def test_both_readmes_give_the_share_measured_now(results):
+    right, total = sum(r.named_right for r in results), len(results)
+    percent = f"{100 * right / total:.0f}%"
+    english = (wild.ROOT / "README.md").read_text()
+    chinese = (wild.ROOT / "README.zh.md").read_text()
+    assert wild.share(right, total) in " ".join(english.split()), "README.md's share is stale"
+    assert f"{total} 个中的 {right} 个（{percent}）" in chinese, "README.zh.md's share is stale"
