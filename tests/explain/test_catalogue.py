@@ -23,6 +23,7 @@ FAMILY = {
     "step_between": "inplace_saved",
     "hidden_state": "backward_twice",
     "two_losses": "backward_twice",
+    "beside_a_no_grad_view": "backward_twice",
     "item_cut": "no_graph",
     "no_grad_loss": "no_graph",
     "argmax_cut": "no_graph",
