@@ -229,7 +229,7 @@ _QUIZ_CALL = re.compile(r"\bquiz\(([^)]*)\)")
 #: An exercise, however its heading is written: "### Exercise 1: ...", "### Exercise: ..." or
 #: "**Exercise 1.** ..." (not the section heading "## Exercises").
 _EXERCISE = re.compile(r"^(?:#+ Exercise(?: \d+)?:|\*\*Exercise \d+\.\*\*)", re.M)
-#: Two independent estimates of the course (10b, the questions learners ask, came later): a first
+#: Two independent estimates of the course (08b and 10b came later): a first
 #: read put it at 11 to 12 hours in all; a second, notebook by notebook, at these minutes (a
 #: newcomer doing every exercise). The model is not fitted to either; `estimate_error` says how
 #: far it lies from each.

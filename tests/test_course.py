@@ -197,9 +197,10 @@ def test_the_time_estimate_counts_prose_code_questions_and_exercises(tmp_path):
     assert minutes([new_markdown_cell("# Tiny")]) == 5  # never "0 min"
 
 
-#: What the independent estimate below covered: every notebook but 10b, the questions learners
-#: ask, which came later and is a reference to dip into (the same model times it for the TOC).
-ESTIMATED = [p for p in course.notebook_paths() if not p.name.startswith("10b_")]
+#: What the independent estimate below covered: every notebook but 08b, the errors explained, and
+#: 10b, the questions learners ask, which came later (the same model times them for the TOC).
+LATER = ("08b_", "10b_")
+ESTIMATED = [p for p in course.notebook_paths() if not p.name.startswith(LATER)]
 
 
 def test_every_exercise_is_counted_however_its_heading_is_written():
@@ -248,7 +249,7 @@ def test_the_core_path_is_the_required_notebooks_and_both_readmes_give_it():
     text = course.core_path_text()
     assert text.startswith("**The core path** (00 to 06, 08 and 10: ")
     assert f"takes about {course._hours(core)};" in text
-    assert "the other 7 notebooks (07, 09 and the optional ones)" in text
+    assert "the other 8 notebooks (07, 09 and the optional ones)" in text
     for readme, edition in ((course.README_EN, "en"), (course.README_ZH, "zh")):
         assert course.core_path_text(edition) in readme.read_text(encoding="utf-8")
     with pytest.raises(ValueError, match="no core-path block"):

@@ -16,6 +16,8 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+import torch
+
 from helpers.doctor.watching import bare_traceback
 from helpers.explain.catalogue import FAMILIES, scene_of
 from helpers.explain.explanation import Edit, Explanation, Place
@@ -29,8 +31,13 @@ _WATCH: list[Watch] = []
 
 
 def watch() -> Watch | None:
-    """The running watch, or None when the explainer is off."""
-    return _WATCH[0] if _WATCH else None
+    """The running watch: the script's (`on`), else the one watching this notebook cell
+    (`%load_ext helpers`, so that a cell may catch an error and call `explain(err)` itself), or
+    None when the explainer is off."""
+    if _WATCH:
+        return _WATCH[0]
+    stack = torch.overrides._get_current_function_mode_stack()
+    return next((mode for mode in reversed(stack) if isinstance(mode, Watch)), None)
 
 
 def explain(

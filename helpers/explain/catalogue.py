@@ -301,13 +301,23 @@ def _carried(scene: Scene, freed: Any) -> tuple[str, Location] | None:
     frame, _ = scene.frames[-1]
     roots = {id(r) for r in scene.roots}
     for name, value in frame.f_locals.items():
-        if not isinstance(value, torch.Tensor) or id(value) in roots or value.grad_fn is None:
+        if not isinstance(value, torch.Tensor) or id(value) in roots:
             continue
-        if freed in set(backward_functions([value.grad_fn])):
+        node = _grad_fn_of(value)
+        if node is not None and freed in set(backward_functions([node])):
             line = _binding_line(frame, name)
             if line is not None:
                 return name, Location(frame.f_code.co_filename, line, frame.f_code.co_name)
     return None
+
+
+def _grad_fn_of(tensor: torch.Tensor) -> Any:
+    """The tensor's grad_fn, or None where reading it raises: a view made under no_grad whose
+    base was then changed in place refuses to say, and it is no state a step carried."""
+    try:
+        return tensor.grad_fn
+    except RuntimeError:
+        return None
 
 
 def _binding_line(frame: Any, name: str) -> int | None:

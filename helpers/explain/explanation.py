@@ -91,6 +91,11 @@ class Explanation:
     def _repr_html_(self) -> str:
         return self.as_html()
 
+    def _repr_pretty_(self, printer, cycle: bool) -> None:
+        """IPython's plain form (a terminal, a notebook's text/plain): the text, which names a
+        cell by its first line rather than by the kernel's temporary file."""
+        printer.text(self.as_text())
+
     def as_html(self) -> str:
         """HTML, for a notebook: the same parts, the code in monospace."""
         name = say("common", f"explain.{self.family}.name")

@@ -23,6 +23,7 @@ FAMILY = {
     "step_between": "inplace_saved",
     "hidden_state": "backward_twice",
     "two_losses": "backward_twice",
+    "beside_a_no_grad_view": "backward_twice",
     "item_cut": "no_graph",
     "no_grad_loss": "no_graph",
     "argmax_cut": "no_graph",
@@ -216,3 +217,12 @@ def test_a_script_run_with_python_m_helpers_explain_prints_the_explanation_after
     assert traceback_at < explained_at
     assert "runpy" not in done.stderr  # the traceback starts at the learner's script
     assert "activation_changed.py:9" in done.stderr
+
+
+def test_ipython_shows_an_explanation_as_its_text_not_its_fields():
+    from IPython.lib.pretty import pretty
+
+    error, _ = run(HERE / "activation_changed.py")
+    explanation = explain.explain(error, error.__traceback__, error.watch)
+    assert pretty(explanation) == explanation.as_text()
+    assert "Location(" not in pretty(explanation)

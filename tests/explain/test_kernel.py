@@ -41,6 +41,19 @@ def test_load_ext_explains_an_in_place_change_made_in_another_cell(shell, capsys
     assert "modified by an inplace operation" in capsys.readouterr().out  # torch's words stay
 
 
+def test_a_cell_that_catches_the_error_gets_its_explanation_from_the_cell_s_watch(shell):
+    shell.run_cell("%load_ext helpers")
+    for cell in CELLS[:3]:
+        shell.run_cell(cell)
+    caught = "try:\n    y.sum().backward()\nexcept RuntimeError as err:\n    found = explain(err)"
+    shell.run_cell("from helpers.explain import explain\n" + caught)
+    found = shell.user_ns["found"]
+    assert found.family == "inplace_saved" and found.place("changed").code == "h.mul_(2)"
+    shell.run_cell("%unload_ext helpers")
+    shell.run_cell(caught)
+    assert shell.user_ns["found"] is None  # no watch, no records: no cause to name
+
+
 def test_an_error_that_is_not_autograds_keeps_its_traceback(shell, capsys):
     shell.run_cell("%load_ext helpers")
     shell.run_cell("{}['missing']")
