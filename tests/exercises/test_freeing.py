@@ -47,7 +47,9 @@ def one(fn):
 def test_one_backward_on_the_sum_passes():
     result = one(lambda loss, z: (loss + z).backward())
     assert result.ok, result
-    assert repr(result) == "✅ One backward pass through the shared layers, and the graph is freed."
+    assert repr(result) == (
+        "✅ One backward pass through the shared layers, and their saved tensors are freed."
+    )
 
 
 RETAINED = (
