@@ -38,7 +38,10 @@ RUN_TIMEOUT_MS = 180_000
 WIDGET_TIMEOUT_MS = 30_000
 MAX_SCREENSHOT_HEIGHT = 30_000
 #: Notebooks that draw nothing, with the reason (every other notebook must show a picture).
-WITHOUT_PICTURES = {"10_check_yourself.ipynb": "a final quiz: questions, answers and tables"}
+WITHOUT_PICTURES = {
+    "08b_when_autograd_raises.ipynb": "errors and their explanations: text, code and tables",
+    "10_check_yourself.ipynb": "a final quiz: questions, answers and tables",
+}
 ALL_WIDGET_KINDS = {"stepper", "explorer", "optimizer lab", "quiz"}
 
 # JavaScript run in the page: the open notebook panel, found by its path.
