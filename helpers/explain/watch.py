@@ -124,9 +124,7 @@ class Watch(TorchFunctionMode):
         if _is_compiling():  # torch.compile traces this method: it compiles torch's call alone
             return func(*args, **(kwargs or {}))
         kwargs = kwargs or {}
-        caller = sys._getframe(1)
-        if caller.f_code is _HANDLE:  # a torch function written in Python (F.softmax)
-            caller = callers_frame(caller)
+        caller = callers_frame(sys._getframe(1))
         name = getattr(func, "__name__", "")
         if self._depth or name in _ATTRIBUTES:
             result = call(func, args, kwargs, caller)
@@ -246,7 +244,6 @@ class Watch(TorchFunctionMode):
 hide(Watch.__torch_function__, Watch._inplace)
 _is_compiling = torch.compiler.is_compiling
 _anomaly_enabled = torch.is_anomaly_enabled
-_HANDLE = torch.overrides.handle_torch_function.__code__
 _BACKWARDS = {torch.Tensor.backward, torch.autograd.backward, torch.autograd.grad}
 
 
