@@ -40,6 +40,7 @@ FAMILY = {
     "function_shape": "function_gradient_shape",
     "function_count": "function_gradient_count",
     "sent_to_process": "share_nonleaf",
+    "checkpoint_under_ddp": "ddp_ready_twice",
 }
 
 
@@ -164,6 +165,36 @@ def test_the_suggested_edit_runs_and_gives_the_right_gradients(name, tmp_path):
     assert error is None, f"the fix of {name} still fails: {error}\n{source}"
     for key, value in RIGHT[name]().items():
         torch.testing.assert_close(scope["GRADS"][key], value, msg=f"{name}: {key}")
+
+
+@pytest.mark.parametrize(
+    "fixed",
+    [
+        ("use_reentrant=True", "use_reentrant=False"),
+        ("find_unused_parameters=True", "static_graph=True"),
+    ],
+)
+def test_both_fixes_ddp_is_told_make_the_checkpointed_model_train(fixed, tmp_path):
+    """ddp_ready_twice's fix is prose: each of its two ways, applied to the reproducer, runs and
+    gives the gradients of the same model without DDP or checkpoints."""
+    from torch import nn
+
+    source = (HERE / "checkpoint_under_ddp.py").read_text()
+    assert fixed[0] in source
+    program = tmp_path / "fixed.py"
+    program.write_text(source.replace(fixed[0], fixed[1]))
+    error, scope = run(program)
+    assert error is None, error
+    assert fixed[1].split(",")[-1].strip() in explain.explain(
+        run(HERE / "checkpoint_under_ddp.py")[0]
+    ).fix.replace("`", "")
+    torch.manual_seed(0)
+    layer = nn.Linear(4, 4)
+    x = torch.randn(2, 4)
+    layer(layer(x)).sum().backward()
+    trained = scope["model"].module.layer
+    torch.testing.assert_close(trained.weight.grad, layer.weight.grad)
+    torch.testing.assert_close(trained.bias.grad, layer.bias.grad)
 
 
 def test_no_wrong_fix_is_ever_suggested():
