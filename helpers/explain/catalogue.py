@@ -346,7 +346,14 @@ def no_graph(error: BaseException, scene: Scene) -> Explanation | None:
     if cut is None or cut.at is None:
         return None
     places = [Place("cut", cut.at, f"{cut.call}()"), Place("surfaced", scene.surfaced)]
-    if not cut.grad_enabled and watch.grad_off_at is not None:
+    edits: tuple[Edit, ...] = ()
+    if not cut.grad_enabled and watch.grad_off_at is not None and watch.grad_off_by_checkpoint:
+        places.insert(0, Place("grad_off", watch.grad_off_at))
+        fix = _text("no_graph", "fix_checkpoint")
+        reentrant = _sub(r"\buse_reentrant\s*=\s*True\b", "use_reentrant=False")
+        new = reentrant(_code(watch.grad_off_at))
+        edits = (Edit(watch.grad_off_at, new),) if new else ()
+    elif not cut.grad_enabled and watch.grad_off_at is not None:
         places.insert(0, Place("grad_off", watch.grad_off_at))
         fix = _text("no_graph", "fix_grad_off")
     elif cut.call in ("item", "tolist", "numpy", "__float__"):
@@ -360,6 +367,7 @@ def no_graph(error: BaseException, scene: Scene) -> Explanation | None:
         error,
         places,
         what=_text("no_graph", "what", call=cut.call),
+        edits=edits,
         fix=fix,
         not_this=_text("no_graph", "not_this"),
     )

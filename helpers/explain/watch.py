@@ -51,6 +51,9 @@ _NOT_INPLACE = frozenset({"requires_grad_", "share_memory_"})
 #: Reading or setting a tensor's attribute (`p.grad`, `x.T`): never in place, never a cut.
 _ATTRIBUTES = frozenset({"__get__", "__set__"})
 _NOT_CUTS = {"backward", "register_hook", "retain_grad", "requires_grad_", "__set__", "__get__"}
+#: The file of torch's activation checkpointing: a reentrant checkpoint runs its function with
+#: gradients off, and its result requires grad only when one of its inputs does.
+_CHECKPOINT_FILE = ("torch", "utils", "checkpoint.py")
 
 
 def learner_location(frame: Any) -> Location | None:
@@ -61,6 +64,15 @@ def learner_location(frame: Any) -> Location | None:
             return Location(frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name)
         frame = frame.f_back
     return None
+
+
+def inside_checkpoint(frame: Any) -> bool:
+    """Whether torch's checkpointing is among the frames from `frame` out to the learner's."""
+    while frame is not None and not is_learners(frame):
+        if frame.f_code.co_filename.replace("\\", "/").endswith("/".join(_CHECKPOINT_FILE)):
+            return True
+        frame = frame.f_back
+    return False
 
 
 def made_at(node: Any) -> Location | None:
@@ -112,6 +124,8 @@ class Watch(TorchFunctionMode):
         self.backwards: deque[Backward] = deque(maxlen=BACKWARDS_KEPT)
         self.cuts: deque[Cut] = deque(maxlen=KEPT // 4)
         self.grad_off_at: Location | None = None
+        #: Whether torch's checkpoint switched gradients off there (not the learner's own code).
+        self.grad_off_by_checkpoint = False
         self._depth = 0  # the watch's own work (a backward's hooks) is not the learner's
 
     def clear(self) -> None:
@@ -119,6 +133,7 @@ class Watch(TorchFunctionMode):
         self.backwards.clear()
         self.cuts.clear()
         self.grad_off_at = None
+        self.grad_off_by_checkpoint = False
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         if _is_compiling():  # torch.compile traces this method: it compiles torch's call alone
@@ -142,6 +157,7 @@ class Watch(TorchFunctionMode):
                 self._depth -= 1
         if name == "_set_grad_enabled" and args and args[0] is False:
             self.grad_off_at = learner_location(caller)
+            self.grad_off_by_checkpoint = inside_checkpoint(caller)
         inplace = (
             name[-1:] == "_" and name[-2:] != "__" and name not in _NOT_INPLACE
         ) or name == "__setitem__"

@@ -14,6 +14,9 @@ from helpers import explain
 from helpers.explain import catalogue
 
 HERE = Path(__file__).parent / "reproducers"
+#: A reentrant checkpoint warns before it fails (checkpoint_frozen_input): the warning, as a
+#: learner sees it, is not the error to explain.
+pytestmark = pytest.mark.filterwarnings("ignore:None of the inputs have requires_grad:UserWarning")
 
 #: reproducer -> its family
 FAMILY = {
@@ -41,6 +44,7 @@ FAMILY = {
     "function_count": "function_gradient_count",
     "sent_to_process": "share_nonleaf",
     "checkpoint_under_ddp": "ddp_ready_twice",
+    "checkpoint_frozen_input": "no_graph",
 }
 
 
@@ -102,6 +106,15 @@ def _right_flag():
     return {"w": 2 * (w - 2 * w)}  # the target held fixed
 
 
+def _right_checkpointed_block():
+    from torch import nn
+
+    torch.manual_seed(0)
+    embedding, block = nn.Embedding(10, 4), nn.Linear(4, 4)
+    block(embedding(torch.tensor([1, 2, 3])).detach()).pow(2).sum().backward()
+    return {"weight": block.weight.grad, "bias": block.bias.grad}
+
+
 #: reproducer -> the gradients of the right program (where the fix is an edit)
 RIGHT = {
     "activation_changed": _right_sigmoid_squared,
@@ -113,6 +126,7 @@ RIGHT = {
     "numpy_of_output": _right_numpy,
     "integer_requires_grad": _right_integer,
     "flag_on_result": _right_flag,
+    "checkpoint_frozen_input": _right_checkpointed_block,
 }
 
 
