@@ -311,19 +311,32 @@ class Outcome:
     log: Path
 
 
-def step_environment(step: Step) -> dict[str, str]:
-    """The environment a step runs in: this one and the step's own variables; for a step that
+def threads_per_step(jobs: int, cores: int | None = None) -> int:
+    """torch's threads for each of `jobs` steps run at once: the cores shared out, at least one.
+
+    torch starts as many threads as the machine has cores in every process: two steps on two
+    cores would then make each parallel operation wait for a thread that the other step's
+    process holds, and a small model's training step takes many times as long as on one thread
+    (CONTRIBUTING.md, `make test`). The numbers do not change: nbval compares them."""
+    return max(1, (cores or os.cpu_count() or 1) // max(1, jobs))
+
+
+def step_environment(step: Step, threads: int | None = None) -> dict[str, str]:
+    """The environment a step runs in: this one and the step's own variables; torch's threads
+    set to `threads` unless this environment sets them (OMP_NUM_THREADS); for a step that
     starts warm kernels, Jupyter's path with their spec (KERNELS) first."""
     from tests.warm_kernel import jupyter_path
 
     env = {**os.environ, **step.env}
+    if threads is not None:
+        env.setdefault("OMP_NUM_THREADS", str(threads))
     if step.warm_kernels:
         env["JUPYTER_PATH"] = jupyter_path(KERNELS, env)
     return env
 
 
-def run_step(step: Step) -> Outcome:
-    """Run one step with its output in its log file."""
+def run_step(step: Step, threads: int | None = None) -> Outcome:
+    """Run one step with its output in its log file (torch on `threads` threads, when given)."""
     LOGS.mkdir(parents=True, exist_ok=True)
     log = LOGS / (step.name.replace(" ", "-") + ".log")
     start = time.monotonic()
@@ -331,7 +344,7 @@ def run_step(step: Step) -> Outcome:
         done = subprocess.run(
             step.command,
             cwd=ROOT,
-            env=step_environment(step),
+            env=step_environment(step, threads),
             stdout=out,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
@@ -369,8 +382,9 @@ def run(steps: list[Step], jobs: int) -> int:
     outcomes = []
     order = sorted(steps, key=lambda s: -s.expected)
     print(f"running {len(steps)} steps, {jobs} at a time: {', '.join(s.name for s in order)}")
+    threads = threads_per_step(min(jobs, len(steps))) if len(steps) > 1 else None
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        futures = [pool.submit(run_step, s) for s in order]
+        futures = [pool.submit(run_step, s, threads) for s in order]
         for future in as_completed(futures):
             outcome = future.result()
             outcomes.append(outcome)

@@ -176,3 +176,15 @@ def test_only_the_steps_that_start_warm_kernels_find_their_spec(chosen):
         if by_name:
             assert step.command[step.command.index("--nbval-kernel-name") + 1] == KERNEL_NAME
     assert sum("--nbval-kernel-name" in s.command for s in found) == 4
+
+
+def test_steps_side_by_side_share_the_cores_out(monkeypatch):
+    assert steps.threads_per_step(2, cores=2) == 1
+    assert steps.threads_per_step(2, cores=8) == 4
+    assert steps.threads_per_step(3, cores=2) == 1
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    step = steps.test_steps()[1]
+    assert steps.step_environment(step, threads=1)["OMP_NUM_THREADS"] == "1"
+    assert "OMP_NUM_THREADS" not in steps.step_environment(step)
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")  # the maintainer's own choice stands
+    assert steps.step_environment(step, threads=1)["OMP_NUM_THREADS"] == "3"
