@@ -5,16 +5,22 @@ it, and data parallelism's average written as an autograd hook.
 `input_then_weights(output, grad, received, weights)` on a stage like model 2 (two linear layers
 on a received activation). It must return `(input_grad, finish)`: the gradient for `received`,
 computed without writing any weight's `.grad`, and a function that then accumulates the weights'
-gradients. Both must equal what one full `output.backward(grad)` gives. For the usual mistakes (a
-full backward in the first part, a freed graph, `torch.autograd.grad` where `.grad` must be filled,
-the input's gradient computed again in `finish`) it says which one it saw.
+gradients. Both must equal what one full `output.backward(grad)` gives, and the first part must
+compute no weight's gradient at all: tensor hooks on the weights and on `received` see which
+gradients each part computes, by backward or by `torch.autograd.grad`, stored or not. For the
+usual mistakes (a full backward in the first part, every gradient computed there and only stored
+by `finish`, the weights first, a freed graph, `torch.autograd.grad` where `.grad` must be filled,
+its tuple not unpacked, a gradient of ones or a negated one, the input's gradient computed again
+in `finish`) it says which one it saw.
 
 `check_average_hook(average)` registers the learner's `average(p)` as a post-accumulate-grad hook
 on every parameter of the post's three models on two real ranks (processes, as the notebook's
 DDP), each with half the batch. After backward every rank's `.grad` must be the whole batch's
-gradient. For the usual mistakes (a sum, no all-reduce, a reduced copy, the weights reduced
-instead of their gradients, a name from the notebook the ranks do not know, a rank that skips the
-all-reduce) it says which one it saw. Neither checker raises.
+gradient. For the usual mistakes (a sum, a division p.grad never gets, a division done twice or by
+the rank's number, no all-reduce, a reduced copy, `dist.reduce` to one rank, the weights reduced
+instead of their gradients, a value returned or an all-reduce never waited for, a name from the
+notebook the ranks do not know, a rank that skips the all-reduce) it says which one it saw, from
+the ranks' gradients and the hook's source. Neither checker raises.
 """
 
 from __future__ import annotations
@@ -55,15 +61,37 @@ def stage_case(seed: int = 0) -> tuple[nn.Module, torch.Tensor, torch.Tensor]:
     return stage, received, grad
 
 
-def _reference(seed: int) -> tuple[torch.Tensor, list[torch.Tensor]]:
+def _reference(seed: int, ones: bool = False) -> tuple[torch.Tensor, list[torch.Tensor]]:
+    """The gradients one full backward gives: for the gradient that came back, or (`ones`) for
+    a gradient of ones, what `output.sum().backward()` gives."""
     stage, received, grad = stage_case(seed)
     received.requires_grad_(True)
-    stage(received).backward(grad)
+    stage(received).backward(torch.ones_like(grad) if ones else grad)
     return received.grad, [p.grad for p in stage.parameters()]
 
 
 def _close(a: object, b: torch.Tensor) -> bool:
     return isinstance(a, torch.Tensor) and a.shape == b.shape and torch.allclose(a, b, atol=1e-6)
+
+
+def _input_grad_problem(input_grad: object, finish: object, seed: int, grad: torch.Tensor) -> str:
+    """What the learner's input_grad is, when it is not the gradient of received."""
+    want, _ = _reference(seed)
+    if input_grad is None:
+        return say(TEXT, "feedback.input_grad_none")
+    if callable(input_grad) and isinstance(finish, torch.Tensor):
+        return say(TEXT, "feedback.pair_reversed")
+    one = isinstance(input_grad, tuple | list) and len(input_grad) == 1
+    if one and _close(input_grad[0], want):
+        return say(TEXT, "feedback.input_grad_tuple", type=type(input_grad).__name__)
+    if isinstance(input_grad, torch.Tensor):
+        if _close(input_grad, grad):
+            return say(TEXT, "feedback.gave_back_grad")
+        if _close(input_grad, -want):
+            return say(TEXT, "feedback.input_grad_negated")
+        if _close(input_grad, _reference(seed, ones=True)[0]):
+            return say(TEXT, "feedback.input_grad_ones")
+    return say(TEXT, "feedback.wrong_input_grad")
 
 
 def _check(split: Callable, seed: int) -> list[str]:
@@ -72,6 +100,13 @@ def _check(split: Callable, seed: int) -> list[str]:
     received.requires_grad_(True)
     output = stage(received)
     weights = list(stage.parameters())
+    # Which gradients each part computes, seen by tensor hooks: they run whenever autograd
+    # computes that tensor's gradient, by backward() or by torch.autograd.grad, .grad or not.
+    part = ["first"]
+    computed: dict[str, set[str]] = {"first": set(), "finish": set()}
+    received.register_hook(lambda g: computed[part[0]].add("received"))
+    for p in weights:
+        p.register_hook(lambda g: computed[part[0]].add("weights"))
     try:
         got = split(output, grad, received, weights)
     except Exception as err:  # the learner's code may fail in any way
@@ -81,12 +116,14 @@ def _check(split: Callable, seed: int) -> list[str]:
     if not (isinstance(got, tuple) and len(got) == 2):
         return [say(TEXT, "feedback.not_a_pair", type=type(got).__name__)]
     input_grad, finish = got
-    if any(p.grad is not None for p in weights):
-        return [say(TEXT, "feedback.weights_too_early")]
+    if "weights" in computed["first"] or any(p.grad is not None for p in weights):
+        if "received" not in computed["first"]:
+            return [say(TEXT, "feedback.weights_first")]
+        if any(p.grad is not None for p in weights):
+            return [say(TEXT, "feedback.weights_too_early")]
+        return [say(TEXT, "feedback.weights_computed_early")]
     if not _close(input_grad, want_input):
-        if isinstance(input_grad, torch.Tensor) and _close(input_grad, grad):
-            return [say(TEXT, "feedback.gave_back_grad")]
-        return [say(TEXT, "feedback.wrong_input_grad")]
+        return [_input_grad_problem(input_grad, finish, seed, grad)]
     if not callable(finish):
         return [say(TEXT, "feedback.finish_not_callable", type=type(finish).__name__)]
     before = None if received.grad is None else received.grad.clone()
@@ -95,6 +132,7 @@ def _check(split: Callable, seed: int) -> list[str]:
     earlier = [torch.full_like(p, 0.5) for p in weights]
     for p, g in zip(weights, earlier, strict=True):
         p.grad = g.clone()
+    part[0] = "finish"
     try:
         finish()
     except RuntimeError as err:
@@ -111,6 +149,9 @@ def _check(split: Callable, seed: int) -> list[str]:
     if not all(_close(p.grad, w + e) for p, w, e in pairs):
         if all(_close(p.grad, w) for p, w, _ in pairs):
             return [say(TEXT, "feedback.finish_replaced")]
+        ones = _reference(seed, ones=True)[1]
+        if all(_close(p.grad, w + e) for (p, _, e), w in zip(pairs, ones, strict=True)):
+            return [say(TEXT, "feedback.weights_ones")]
         return [say(TEXT, "feedback.wrong_weight_grads")]
     after = received.grad
     if after is not None and (before is None or not torch.equal(after, before)):
@@ -156,7 +197,7 @@ def average_hook_rank(rank: int, world_size: int, *, source: str, name: str) -> 
     return {"grads": gradients_of(model), "weights changed": moved}
 
 
-def _hook_failure(err: Any) -> str:
+def _hook_failure(err: Any, average: Callable) -> str:
     """What a failed run of the learner's hook says: a rank's own error, or a rank left waiting."""
     from helpers.ranks.failures import is_symptom
 
@@ -168,7 +209,65 @@ def _hook_failure(err: Any) -> str:
     error = f"{first['type']}: {lines[0] if lines else ''}"
     if first["type"] == "NameError":
         return say(TEXT, "feedback.hook_name", error=error)
+    if "post accumulate grad hooks should return None" in first["message"]:
+        return say(TEXT, "feedback.hook_returned", error=error)
+    if first["type"] == "TypeError":
+        calls = _calls(average)
+        if "NoneType" in first["message"] and "all_reduce" in calls.used:
+            return say(TEXT, "feedback.hook_result_none", error=error)
+        if "'function'" in first["message"] and "get_world_size" in calls.uncalled:
+            return say(TEXT, "feedback.hook_not_called", error=error)
     return say(TEXT, "feedback.hook_raised", error=error)
+
+
+class _Calls:
+    """What a function's source does with the functions it names: `used`, the names of calls
+    whose result goes into an expression or a name (`x = f(...)`, `f(...) / 2`); `uncalled`,
+    names written without a call (`/ dist.get_world_size`); `called`, every name called;
+    `lost`, the statements that compute a scaled tensor and drop it or bind it to a plain name
+    (`p.grad / n`, `p.grad.div(n)`, `g = g / n`), as their source; `async_unwaited`, whether a
+    collective is started with async_op=True and nothing is ever waited for."""
+
+    def __init__(self, tree: ast.AST) -> None:
+        self.used: set[str] = set()
+        self.uncalled: set[str] = set()
+        self.called: set[str] = set()
+        self.lost: list[str] = []
+        funcs = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
+        dropped = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Expr)}
+        for node in ast.walk(tree):
+            name = getattr(node, "attr", getattr(node, "id", None))
+            if isinstance(node, ast.Call):
+                called = getattr(node.func, "attr", getattr(node.func, "id", ""))
+                self.called.add(called)
+                if id(node) not in dropped:
+                    self.used.add(called)
+            elif isinstance(node, ast.Attribute | ast.Name) and id(node) not in funcs and name:
+                self.uncalled.add(name)
+            if isinstance(node, ast.Expr) and _scales(node.value):
+                self.lost.append(ast.unparse(node))
+            if isinstance(node, ast.Assign) and _scales(node.value):
+                if all(isinstance(t, ast.Name) for t in node.targets):
+                    self.lost.append(ast.unparse(node))
+        started = any(
+            isinstance(n, ast.Call) and any(
+                k.arg == "async_op" and isinstance(k.value, ast.Constant) and k.value.value is True
+                for k in n.keywords)
+            for n in ast.walk(tree)
+        )  # fmt: skip
+        self.async_unwaited = started and "wait" not in self.called
+
+
+def _scales(node: ast.AST) -> bool:
+    """An expression that makes a new, divided or multiplied tensor: `t / n`, `t.div(n)`."""
+    if isinstance(node, ast.BinOp):
+        return isinstance(node.op, ast.Div | ast.Mult)
+    return isinstance(node, ast.Call) and getattr(node.func, "attr", "") in {
+        "div", "divide", "mul", "multiply", "true_divide"}  # fmt: skip
+
+
+def _calls(function: Callable) -> _Calls:
+    return _Calls(ast.parse(textwrap.dedent(inspect.getsource(function))))
 
 
 def _reduced_arguments(function: Callable) -> list[str]:
@@ -237,10 +336,21 @@ def _average_verdict(results: dict[int, dict[str, Any]], average: Callable) -> s
             for n, g in want(rank).items()
         )
 
+    world = len(results)
+    calls = _calls(average)
     if every_rank_holds(1.0, lambda rank: full):
-        return _world_size_written_in(average, len(results))
+        return _world_size_written_in(average, world)
     if every_rank_holds(2.0, lambda rank: full):
+        if calls.lost:  # it divided, but into a tensor p.grad never got
+            return say(TEXT, "feedback.hook_division_lost", code=calls.lost[0])
         return say(TEXT, "feedback.hook_summed")
+    if every_rank_holds(1.0 / world, lambda rank: full):
+        return say(TEXT, "feedback.hook_divided_twice", world=world)
+    first_right = all(_close(results[0]["grads"][n], g) for n, g in full.items())
+    if first_right and "reduce" in calls.called:
+        return say(TEXT, "feedback.hook_reduce_one")
+    if "get_rank" in calls.called:
+        return say(TEXT, "feedback.hook_rank")
     if any(every_rank_holds(f, lambda rank: local[rank]) for f in (1.0, 1.0 / len(results))):
         reduced = _reduced_arguments(average)  # each rank kept its own half: why?
         if not reduced:
@@ -271,11 +381,13 @@ def check_average_hook(average: Callable) -> CheckResult:
         return feedback([say(TEXT, "feedback.hook_not_def")])
     if only_a_placeholder(average):
         return feedback([say(TEXT, "feedback.hook_unfilled")])
+    if _calls(average).async_unwaited:  # a race: its result depends on timing, so not run
+        return feedback([say(TEXT, "feedback.hook_async")])
     kwargs = {"source": source, "name": name}
     try:
         run = run_ranks(average_hook_rank, DP_WORLD, roles=DP_ROLES, kwargs=kwargs,
                         timeout=5, deadline=60)  # fmt: skip
     except DistributedRunError as err:
-        return feedback([_hook_failure(err)])
+        return feedback([_hook_failure(err, average)])
     problem = _average_verdict(run.results, average)
     return feedback([problem] if problem else [], success=say(TEXT, "feedback.hook_success"))

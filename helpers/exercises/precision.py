@@ -10,7 +10,10 @@ mistake makes a different run: GradScaler itself refuses a step without `scaler.
 without `update()` (the checker explains its error); the others (no `zero_grad()`, no clip,
 `optimizer.step()`, clipping before `unscale_`, which is what leaving `unscale_` out does too,
 since `scaler.step` then unscales after the clip) the checker runs itself and names the one the
-learner's run matches. It never raises.
+learner's run matches. A run that matches none of them is read through the calls it made (the
+checker's GradScaler notes each call, the optimizer and the network each step and forward): a
+forward outside float16 autocast, the loss scaled twice, the optimizer stepped twice, the
+scaler's calls out of order, a loss other than the mean squared error. It never raises.
 """
 
 from __future__ import annotations
@@ -106,20 +109,65 @@ MISTAKES: dict[str, Callable] = {
 
 
 Run = list[tuple[list[torch.Tensor], float]]
+#: Per step, what the learner's step did, in order: ("forward", net's output), ("scale", what
+#: scaler.scale was given), ("unscale_", None), ("step", None), ("optimizer.step", None),
+#: ("update", None).
+Calls = list[list[tuple[str, torch.Tensor | None]]]
 
 
-def _run(step: Callable, seed: int, backwards: list[int] | None = None) -> Run:
+class _Watched(torch.amp.GradScaler):
+    """A CPU GradScaler that writes down each call the learner's step makes of it (not the
+    unscale_ that its own step() makes), and what scaler.scale was given."""
+
+    def __init__(self, calls: Calls, init_scale: float) -> None:
+        super().__init__("cpu", init_scale=init_scale)
+        self.calls = calls
+        self._inside_step = False
+
+    def _note(self, name: str, given: object = None) -> None:
+        if not self._inside_step and self.calls:
+            kept = given.detach().float().clone() if isinstance(given, torch.Tensor) else None
+            self.calls[-1].append((name, kept))
+
+    def scale(self, outputs):  # type: ignore[override]
+        self._note("scale", outputs)
+        return super().scale(outputs)
+
+    def unscale_(self, optimizer: torch.optim.Optimizer) -> None:
+        self._note("unscale_")
+        super().unscale_(optimizer)
+
+    def step(self, optimizer: torch.optim.Optimizer, *args, **kwargs):  # type: ignore[override]
+        self._note("step")
+        self._inside_step = True
+        try:
+            return super().step(optimizer, *args, **kwargs)
+        finally:
+            self._inside_step = False
+
+    def update(self, new_scale=None) -> None:  # type: ignore[override]
+        self._note("update")
+        super().update(new_scale)
+
+
+def _run(
+    step: Callable, seed: int, backwards: list[int] | None = None, calls: Calls | None = None
+) -> Run:
     """The weights and the scale after each of the four steps; `backwards`, when given, gets how
-    many backward passes reached the network in each step."""
+    many backward passes reached the network in each step, and `calls` what each step called."""
     net, _, _ = small_network(seed)
     optimizer = torch.optim.SGD(net.parameters(), lr=0.1)
-    scaler = torch.amp.GradScaler("cpu", init_scale=SCALE)
+    calls = [] if calls is None else calls
+    scaler = _Watched(calls, init_scale=SCALE)
+    optimizer.register_step_post_hook(lambda *args: calls[-1].append(("optimizer.step", None)))
+    net.register_forward_hook(lambda m, i, out: calls[-1].append(("forward", out.detach())))
     reached = [0]
     first = next(iter(net.parameters()))
     first.register_hook(lambda grad: reached.__setitem__(0, reached[0] + 1))
     after = []
     for x, y in amp_batches(seed):
         reached[0] = 0
+        calls.append([])
         try:
             step(net, x, y, optimizer, scaler, MAX_NORM)
         finally:  # counted for a step that raised too: the checker says what it saw
@@ -127,6 +175,53 @@ def _run(step: Callable, seed: int, backwards: list[int] | None = None) -> Run:
                 backwards.append(reached[0])
         after.append(([p.detach().clone() for p in net.parameters()], scaler.get_scale()))
     return after
+
+
+def _before(names: list[str], first: str, then: str) -> bool:
+    """Whether the step called `first` before `then`, both at least once."""
+    return first in names and then in names and names.index(first) < names.index(then)
+
+
+def _order_problem(calls: Calls) -> str | None:
+    """A step that called the scaler out of order: its message, else None."""
+    for names in ([n for n, _ in step] for step in calls):
+        if _before(names, "step", "unscale_"):
+            return say(TEXT, "feedback.unscale_after_step")
+        if _before(names, "update", "step"):
+            return say(TEXT, "feedback.update_before_step")
+    return None
+
+
+def _close_number(a: float, b: float) -> bool:
+    return abs(a - b) <= 1e-4 * max(abs(a), abs(b), 1e-8)
+
+
+def _trace_problem(calls: Calls) -> str | None:
+    """What the learner's run did differently, read from the calls it made: net's forward in
+    another dtype, scaler.scale or the optimizer's step called twice, the scaler's calls out of
+    order, a loss other than the mean squared error. None when none of these shows."""
+    for events, (_, y) in zip(calls, amp_batches(), strict=False):
+        names = [n for n, _ in events]
+        outputs = [t for n, t in events if n == "forward"]
+        if outputs and outputs[-1].dtype != torch.float16:
+            key = "bfloat16" if outputs[-1].dtype == torch.bfloat16 else "float32"
+            return say(TEXT, f"feedback.forward_{key}", dtype=str(outputs[-1].dtype)[6:])
+        if names.count("scale") > 1:
+            return say(TEXT, "feedback.scaled_twice", times=names.count("scale"))
+        if names.count("optimizer.step") > 1:
+            return say(TEXT, "feedback.stepped_twice", times=names.count("optimizer.step"))
+        order = _order_problem([events])
+        if order:
+            return order
+        losses = [t for n, t in events if n == "scale" and t is not None and t.numel() == 1]
+        if outputs and losses:
+            mse = float(nn.functional.mse_loss(outputs[-1].float(), y))
+            loss = float(losses[-1])
+            if _close_number(loss, mse * y.numel()):
+                return say(TEXT, "feedback.loss_summed", count=y.numel())
+            if not _close_number(loss, mse):
+                return say(TEXT, "feedback.loss_not_mse", value=round(loss, 4), mse=round(mse, 4))
+    return None
 
 
 @functools.cache
@@ -151,10 +246,18 @@ def check_amp_step(amp_step: Callable) -> CheckResult:
     if not callable(amp_step):
         return feedback([say(TEXT, "feedback.not_function", type=type(amp_step).__name__)])
     backwards: list[int] = []
+    calls: Calls = []
     try:
-        run = _run(amp_step, 0, backwards)
+        run = _run(amp_step, 0, backwards, calls)
     except Exception as err:  # the learner's code may fail in any way
         text = str(err)
+        given = [t for n, t in calls[-1] if n == "scale"] if calls else []
+        if "outputs must be a Tensor" in text and given and given[-1] is None:
+            return feedback([say(TEXT, "feedback.scale_of_none")])
+        if "Attempting to unscale FP16 gradients" in text:
+            return feedback([say(TEXT, "feedback.half_weights", error=error_line(err))])
+        if "being called after step()" in text:  # which call the step put out of order
+            return feedback([_order_problem(calls[-2:]) or say(TEXT, "feedback.no_update")])
         gradless = "did not use scaler.scale" in text or "No inf checks were recorded" in text
         if gradless and not backwards[-1]:  # GradScaler found no gradient: none was computed
             return feedback([say(TEXT, "feedback.no_backward")])
@@ -164,8 +267,6 @@ def check_amp_step(amp_step: Callable) -> CheckResult:
             return feedback([say(TEXT, "feedback.no_scale")])
         if "No inf checks were recorded" in text:  # backward ran, and .grad was empty after it
             return feedback([say(TEXT, "feedback.grads_cleared")])
-        if "being called after step()" in text:
-            return feedback([say(TEXT, "feedback.no_update")])
         return feedback([say(TEXT, "feedback.raised", error=error_line(err))])
     if max(backwards) > 1:  # the clip to max_norm hides doubled gradients: count the passes
         return feedback([say(TEXT, "feedback.backward_twice", times=max(backwards))])
@@ -176,6 +277,9 @@ def check_amp_step(amp_step: Callable) -> CheckResult:
     for key in MISTAKES:
         if _same(run, _known(key, 0)):
             return feedback([say(TEXT, f"feedback.{key}")])
+    problem = _trace_problem(calls)
+    if problem:
+        return feedback([problem])
     right = _known("right", 0)
     step = next(i for i in range(len(run)) if not _same(run[i : i + 1], right[i : i + 1]))
     return feedback([say(TEXT, "feedback.differs", step=step + 1)])

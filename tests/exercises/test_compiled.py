@@ -61,7 +61,7 @@ def test_right_answers_pass_however_written():
 
 def test_each_usual_mistake_gets_its_message():
     assert "your divisor is the loss itself" in said(divisor_with_gradient)[1]
-    assert said(not_divided)[1].endswith("on the input whose loss is above 1")
+    assert said(not_divided)[1].startswith("where the loss is above 1 your function returns it")
     assert "no gradient for w" in said(detached)[1]
     assert said(wrong_grad)[1].startswith("the gradient for w differs")
     ok, text = said(normalised_loss)
@@ -157,3 +157,95 @@ def test_rounding_is_forgiven_and_a_wrong_gradient_is_not_a_zero_one():
         "the gradient for w differs from normalised_loss's on the input whose loss is above 1"
     )
     assert "your divisor is the loss itself" in said(divisor_with_gradient_and_noise)[1]
+
+
+# Wrong answers as learners write them: each gets a message that names what it did.
+
+CONSTANT_ABOVE_1 = (
+    "the value is right but the gradient is 0 where the loss is above 1: there your function "
+    "returns a constant 1, which no longer depends on w."
+)
+
+
+def test_where_that_returns_1_above_the_threshold_is_not_blamed_on_a_divisor():
+    def one_graph(x, w):
+        loss = torch.tanh(x @ w).pow(2).sum()
+        return torch.where(loss > 1, torch.ones_like(loss), loss)
+
+    text = said(one_graph)[1]
+    assert text.startswith(CONSTANT_ABOVE_1)
+    assert "divisor is the loss itself" not in text
+
+
+def test_the_loss_clamped_at_1():
+    def one_graph(x, w):
+        return torch.tanh(x @ w).pow(2).sum().clamp(max=1.0)
+
+    assert said(one_graph)[1].startswith(CONSTANT_ABOVE_1)
+
+
+def test_where_with_the_comparison_reversed():
+    def one_graph(x, w):
+        loss = torch.tanh(x @ w).pow(2).sum()
+        return torch.where(loss < 1, loss / loss.detach(), loss)
+
+    assert said(one_graph)[1].startswith(
+        "your loss is divided where it is below 1 and left as it is where it is above 1"
+    )
+
+
+def test_the_divisor_clamped_from_above():
+    def one_graph(x, w):
+        loss = torch.tanh(x @ w).pow(2).sum()
+        return loss / loss.detach().clamp(max=1.0)
+
+    assert said(one_graph)[1].startswith("your loss is divided where it is below 1")
+
+
+def test_divided_whatever_the_loss():
+    def one_graph(x, w):
+        loss = torch.tanh(x @ w).pow(2).sum()
+        return loss / loss.detach()
+
+    assert said(one_graph)[1].startswith(
+        "where the loss is below 1 your function divides it too (the result is 1)"
+    )
+
+
+def test_multiplied_instead_of_divided():
+    def one_graph(x, w):
+        loss = torch.tanh(x @ w).pow(2).sum()
+        return loss * loss.detach().clamp(min=1.0)
+
+    assert said(one_graph)[1].startswith(
+        "where the loss is above 1 your function multiplies it by its value"
+    )
+
+
+def test_a_divisor_of_torch_maximum_with_its_gradient():
+    def one_graph(x, w):
+        loss = torch.tanh(x @ w).pow(2).sum()
+        return loss / torch.maximum(loss, torch.ones_like(loss))
+
+    assert "your divisor is the loss itself" in said(one_graph)[1]
+
+
+def test_where_that_divides_by_the_loss_itself():
+    def one_graph(x, w):
+        loss = torch.tanh(x @ w).pow(2).sum()
+        return torch.where(loss > 1, loss / loss, loss)
+
+    assert "your divisor is the loss itself" in said(one_graph)[1]
+
+
+def test_float_of_the_divisor_still_breaks_the_graph():
+    import warnings
+
+    def one_graph(x, w):
+        loss = torch.tanh(x @ w).pow(2).sum()
+        return loss / float(loss.clamp(min=1.0))
+
+    with warnings.catch_warnings():  # float() of a tensor that requires grad warns
+        warnings.simplefilter("ignore")
+        text = said(one_graph)[1]
+    assert text.startswith("torch.compile still makes 2 graphs (first break: ")

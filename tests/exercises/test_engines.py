@@ -324,3 +324,217 @@ def test_each_rank_runs_the_hook_on_every_parameter_of_its_half():
         "source": inspect.getsource(moves_the_weights), "name": "moves_the_weights"})  # fmt: skip
     assert moved[0]["weights changed"] is True
     assert not torch.equal(half_batch(0)[0], half_batch(1)[0])
+
+
+# Wrong answers as learners write them: each gets a message that names what it did.
+
+
+def test_everything_computed_first_and_only_stored_in_finish_fails():
+    def input_then_weights(output, grad, received, weights):
+        grads = torch.autograd.grad(output, [received, *weights], grad)
+
+        def finish():
+            for p, g in zip(weights, grads[1:], strict=True):
+                p.grad = g if p.grad is None else p.grad + g
+
+        return grads[0], finish
+
+    ok, said = messages(input_then_weights)
+    assert not ok
+    assert said.startswith("the first part computed the weights' gradients too, and finish() only")
+
+
+def test_the_weights_first_and_the_input_in_finish():
+    def input_then_weights(output, grad, received, weights):
+        output.backward(grad, inputs=list(weights), retain_graph=True)
+        return received.grad, lambda: output.backward(grad, inputs=[received])
+
+    assert messages(input_then_weights)[1].startswith(
+        "the first part computed the weights' gradients and not received's"
+    )
+
+
+def test_received_grad_read_after_autograd_grad():
+    def input_then_weights(output, grad, received, weights):
+        torch.autograd.grad(output, received, grad, retain_graph=True)
+        return received.grad, lambda: output.backward(grad, inputs=list(weights))
+
+    assert messages(input_then_weights)[1].startswith(
+        "input_grad is None: return the gradient itself. torch.autograd.grad returns it"
+    )
+
+
+def test_the_tuple_from_autograd_grad_not_unpacked():
+    def input_then_weights(output, grad, received, weights):
+        input_grad = torch.autograd.grad(output, received, grad, retain_graph=True)
+        return input_grad, lambda: output.backward(grad, inputs=list(weights))
+
+    assert messages(input_then_weights)[1] == (
+        "input_grad is a tuple holding the gradient: torch.autograd.grad returns one gradient per "
+        "input, in a tuple. Unpack it: (input_grad,) = torch.autograd.grad(...)"
+    )
+
+
+def test_the_pair_returned_the_other_way_round():
+    def input_then_weights(output, grad, received, weights):
+        (input_grad,) = torch.autograd.grad(output, received, grad, retain_graph=True)
+        return (lambda: output.backward(grad, inputs=list(weights))), input_grad
+
+    assert messages(input_then_weights)[1] == (
+        "the pair is the other way round (finish first): return (input_grad, finish)"
+    )
+
+
+def test_the_input_gradient_with_the_wrong_sign():
+    def input_then_weights(output, grad, received, weights):
+        (input_grad,) = torch.autograd.grad(output, received, grad, retain_graph=True)
+        return -input_grad, lambda: output.backward(grad, inputs=list(weights))
+
+    assert messages(input_then_weights)[1].startswith(
+        "input_grad is minus the gradient of received"
+    )
+
+
+def test_the_input_gradient_from_output_sum():
+    def input_then_weights(output, grad, received, weights):
+        (input_grad,) = torch.autograd.grad(output.sum(), received, retain_graph=True)
+        return input_grad, lambda: output.backward(grad, inputs=list(weights))
+
+    assert messages(input_then_weights)[1].startswith(
+        "input_grad is received's gradient for a gradient of ones at the output"
+    )
+
+
+def test_the_weights_gradients_from_output_sum():
+    def input_then_weights(output, grad, received, weights):
+        (input_grad,) = torch.autograd.grad(output, received, grad, retain_graph=True)
+        return input_grad, lambda: output.sum().backward(inputs=list(weights))
+
+    assert messages(input_then_weights)[1].startswith(
+        "after finish() the weights' .grad are their gradients for a gradient of ones"
+    )
+
+
+def test_the_first_part_sees_only_the_gradients_it_computes():
+    """A right answer whose first part is a backward limited to received passes: the tensor
+    hooks the checker watches with fire for a gradient computed, not for one merely possible."""
+    ok, said = messages(right_with_backward_inputs)
+    assert ok, said
+
+
+# The average hook, as learners write it wrong.
+
+
+def divides_before_and_after(p):
+    p.grad /= dist.get_world_size()
+    dist.all_reduce(p.grad)
+    p.grad /= dist.get_world_size()
+
+
+def divides_by_the_rank(p):
+    dist.all_reduce(p.grad)
+    p.grad /= dist.get_rank() + 1
+
+
+def assigns_what_all_reduce_returns(p):
+    p.grad = dist.all_reduce(p.grad) / dist.get_world_size()
+
+
+def divides_out_of_place(p):
+    dist.all_reduce(p.grad)
+    p.grad.div(dist.get_world_size())
+
+
+def divides_a_local_name(p):
+    grad = p.grad
+    dist.all_reduce(grad)
+    grad = grad / dist.get_world_size()
+
+
+def returns_the_average(p):
+    dist.all_reduce(p.grad)
+    return p.grad / dist.get_world_size()
+
+
+def never_waits(p):
+    dist.all_reduce(p.grad, async_op=True)
+    p.grad /= dist.get_world_size()
+
+
+def reduces_to_rank_0(p):
+    dist.reduce(p.grad, dst=0)
+    p.grad /= dist.get_world_size()
+
+
+def world_size_not_called(p):
+    dist.all_reduce(p.grad)
+    p.grad /= dist.get_world_size
+
+
+def treats_p_as_the_gradient(p):
+    dist.all_reduce(p)
+    p /= dist.get_world_size()
+
+
+def test_dividing_before_and_after_the_all_reduce():
+    assert hook_messages(divides_before_and_after)[1] == (
+        "every rank holds the batch's gradient divided by 2 once more: average divides by the "
+        "number of ranks twice. Divide once, before all_reduce or after it"
+    )
+
+
+def test_dividing_by_the_rank():
+    assert hook_messages(divides_by_the_rank)[1].startswith(
+        "the ranks hold different gradients: average uses dist.get_rank()"
+    )
+
+
+def test_assigning_what_all_reduce_returns():
+    ok, said = hook_messages(assigns_what_all_reduce_returns)
+    assert not ok and said.startswith("average(p) raised TypeError: unsupported operand")
+    assert said.endswith(
+        "dist.all_reduce returns None: it changes the tensor it is given, in place. Call it on its "
+        "own line, then divide p.grad"
+    )
+
+
+def test_a_division_p_grad_never_gets():
+    for fn, code in (
+        (divides_out_of_place, "p.grad.div(dist.get_world_size())"),
+        (divides_a_local_name, "grad = grad / dist.get_world_size()"),
+    ):
+        assert hook_messages(fn)[1].startswith(
+            f"every rank holds twice the batch's gradient, the sum over the ranks: `{code}` makes "
+            "a new tensor, and p.grad never gets it"
+        ), fn.__name__
+
+
+def test_returning_the_average_from_the_hook():
+    said = hook_messages(returns_the_average)[1]
+    assert said.startswith("average(p) raised RuntimeError: Tensor post accumulate grad hooks")
+    assert "average returned a value: a post-accumulate-grad hook must return None" in said
+
+
+def test_an_async_all_reduce_never_waited_for():
+    assert hook_messages(never_waits)[1].startswith(
+        "average starts the all-reduce with async_op=True and never waits for it"
+    )
+
+
+def test_reduce_to_one_rank_instead_of_all_reduce():
+    assert hook_messages(reduces_to_rank_0)[1].startswith(
+        "only rank 0 holds the batch's gradient: dist.reduce sends the sum to one rank"
+    )
+
+
+def test_get_world_size_without_its_call():
+    assert hook_messages(world_size_not_called)[1].endswith(
+        "dist.get_world_size is a function: call it, dist.get_world_size()"
+    )
+
+
+def test_p_taken_for_the_gradient():
+    assert hook_messages(treats_p_as_the_gradient)[1] == (
+        "each rank still holds the gradient of its own half: the all-reduce went to the "
+        "parameter, not to its gradient. Reduce p.grad"
+    )

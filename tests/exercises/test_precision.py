@@ -164,7 +164,12 @@ def test_a_doubled_backward_is_named_though_the_clip_hides_it_in_the_weights():
 
 
 def test_other_runs_and_answers_that_are_not_a_step():
-    assert said(bfloat16)[1] == (
+    def moves_a_weight_by_hand(net, x, y, opt, scaler, max_norm):
+        right_step(net, x, y, opt, scaler, max_norm)
+        with torch.no_grad():
+            net[0].bias += 0.01  # nothing in the step's calls shows this
+
+    assert said(moves_a_weight_by_hand)[1] == (
         "the weights after step 1 differ from a correct mixed-precision step"
     )
     assert "never moved" in said(lambda *args: None)[1]
@@ -196,7 +201,9 @@ def test_a_run_that_goes_wrong_later_names_the_step():
         calls.append(1)
         if len(calls) < 2:
             return right_step(net, x, y, opt, scaler, max_norm)
-        return right_step(net, x, 1.5 * y, opt, scaler, max_norm)  # from step 2 on
+        right_step(net, x, y, opt, scaler, max_norm)
+        with torch.no_grad():  # from step 2 on
+            net[0].bias += 0.01
 
     assert said(right_then_wrong)[1] == (
         "the weights after step 2 differ from a correct mixed-precision step"
@@ -208,3 +215,185 @@ def test_an_error_without_a_message_is_named_by_its_type():
         raise ValueError
 
     assert said(silent)[1] == "amp_step(net, x, y, optimizer, scaler, max_norm) raised ValueError: "
+
+
+# Wrong answers as learners write them: each gets a message that names what it did.
+
+
+def test_autocast_left_at_its_cpu_default():
+    def amp_step(net, x, y, optimizer, scaler, max_norm):
+        optimizer.zero_grad()
+        with torch.autocast("cpu"):
+            loss = nn.functional.mse_loss(net(x), y)
+        scaler.scale(loss).backward()
+        scaler.unscale_(optimizer)
+        nn.utils.clip_grad_norm_(net.parameters(), max_norm)
+        scaler.step(optimizer)
+        scaler.update()
+
+    for step in (amp_step, bfloat16):
+        assert said(step)[1].startswith(
+            'net(x) ran in bfloat16, what torch.autocast("cpu") gives unless dtype= says otherwise'
+        ), step.__name__
+
+
+def test_autocast_for_cuda_on_the_cpu():
+    import warnings
+
+    def amp_step(net, x, y, optimizer, scaler, max_norm):
+        optimizer.zero_grad()
+        with torch.autocast("cuda", dtype=torch.float16):
+            loss = nn.functional.mse_loss(net(x), y)
+        scaler.scale(loss).backward()
+        scaler.unscale_(optimizer)
+        nn.utils.clip_grad_norm_(net.parameters(), max_norm)
+        scaler.step(optimizer)
+        scaler.update()
+
+    with warnings.catch_warnings():  # torch warns that CUDA is not there, where it is not
+        warnings.simplefilter("ignore")
+        assert said(amp_step)[1].startswith(
+            "net(x) ran in float32: no float16 autocast was on for the CPU"
+        )
+
+
+def test_the_sum_of_squares_instead_of_their_mean():
+    def amp_step(net, x, y, optimizer, scaler, max_norm):
+        optimizer.zero_grad()
+        with torch.autocast("cpu", dtype=torch.float16):
+            loss = ((net(x) - y) ** 2).sum()
+        scaler.scale(loss).backward()
+        scaler.unscale_(optimizer)
+        nn.utils.clip_grad_norm_(net.parameters(), max_norm)
+        scaler.step(optimizer)
+        scaler.update()
+
+    assert said(amp_step)[1].startswith(
+        "the loss given to scaler.scale is 64 times the mean squared error: a sum over the 64"
+    )
+
+
+def test_another_loss():
+    def amp_step(net, x, y, optimizer, scaler, max_norm):
+        optimizer.zero_grad()
+        with torch.autocast("cpu", dtype=torch.float16):
+            loss = nn.functional.l1_loss(net(x), y)
+        scaler.scale(loss).backward()
+        scaler.unscale_(optimizer)
+        nn.utils.clip_grad_norm_(net.parameters(), max_norm)
+        scaler.step(optimizer)
+        scaler.update()
+
+    text = said(amp_step)[1]
+    assert text.startswith("the loss given to scaler.scale is ")
+    assert "not the mean squared error of net(x) and y" in text
+
+
+def test_scaler_step_and_optimizer_step_both():
+    def amp_step(net, x, y, optimizer, scaler, max_norm):
+        optimizer.zero_grad()
+        scaler.scale(loss_of(net, x, y)).backward()
+        scaler.unscale_(optimizer)
+        nn.utils.clip_grad_norm_(net.parameters(), max_norm)
+        scaler.step(optimizer)
+        optimizer.step()
+        scaler.update()
+
+    assert said(amp_step)[1].startswith(
+        "the optimizer stepped 2 times in one step: scaler.step(optimizer) already calls"
+    )
+
+
+def test_update_before_step():
+    def amp_step(net, x, y, optimizer, scaler, max_norm):
+        optimizer.zero_grad()
+        scaler.scale(loss_of(net, x, y)).backward()
+        scaler.unscale_(optimizer)
+        nn.utils.clip_grad_norm_(net.parameters(), max_norm)
+        scaler.update()
+        scaler.step(optimizer)
+
+    assert said(amp_step)[1].startswith(
+        "scaler.update() ran before scaler.step(optimizer): update ends the step"
+    )
+
+
+def test_unscale_after_step():
+    def amp_step(net, x, y, optimizer, scaler, max_norm):
+        optimizer.zero_grad()
+        scaler.scale(loss_of(net, x, y)).backward()
+        nn.utils.clip_grad_norm_(net.parameters(), max_norm)
+        scaler.step(optimizer)
+        scaler.unscale_(optimizer)
+        scaler.update()
+
+    assert said(amp_step)[1] == (
+        "scaler.unscale_(optimizer) ran after scaler.step(optimizer): unscale_ comes first, then "
+        "the clip, then the step"
+    )
+
+
+def test_the_loss_scaled_twice():
+    def amp_step(net, x, y, optimizer, scaler, max_norm):
+        optimizer.zero_grad()
+        loss = scaler.scale(loss_of(net, x, y))
+        scaler.scale(loss).backward()
+        scaler.unscale_(optimizer)
+        nn.utils.clip_grad_norm_(net.parameters(), max_norm)
+        scaler.step(optimizer)
+        scaler.update()
+
+    assert said(amp_step)[1].startswith("scaler.scale ran 2 times in one step")
+
+
+def test_scale_wrapped_around_backward():
+    def amp_step(net, x, y, optimizer, scaler, max_norm):
+        optimizer.zero_grad()
+        scaler.scale(loss_of(net, x, y).backward())
+        scaler.unscale_(optimizer)
+        nn.utils.clip_grad_norm_(net.parameters(), max_norm)
+        scaler.step(optimizer)
+        scaler.update()
+
+    assert said(amp_step)[1].startswith(
+        "scaler.scale was given None: loss.backward() returns nothing"
+    )
+
+
+def test_the_network_made_float16():
+    def amp_step(net, x, y, optimizer, scaler, max_norm):
+        optimizer.zero_grad()
+        net.half()
+        loss = nn.functional.mse_loss(net(x.half()), y.half())
+        scaler.scale(loss).backward()
+        scaler.unscale_(optimizer)
+        nn.utils.clip_grad_norm_(net.parameters(), max_norm)
+        scaler.step(optimizer)
+        scaler.update()
+
+    text = said(amp_step)[1]
+    assert text.startswith("amp_step raised ValueError: Attempting to unscale FP16 gradients.")
+    assert "The network's weights are float16 (net.half())" in text
+
+
+def test_a_clip_that_bounds_elements_or_a_larger_norm():
+    def clip_value(net, x, y, optimizer, scaler, max_norm):
+        optimizer.zero_grad()
+        scaler.scale(loss_of(net, x, y)).backward()
+        scaler.unscale_(optimizer)
+        nn.utils.clip_grad_value_(net.parameters(), max_norm)
+        scaler.step(optimizer)
+        scaler.update()
+
+    def clip_to_one(net, x, y, optimizer, scaler, max_norm):
+        optimizer.zero_grad()
+        scaler.scale(loss_of(net, x, y)).backward()
+        scaler.unscale_(optimizer)
+        nn.utils.clip_grad_norm_(net.parameters(), 1.0)
+        scaler.step(optimizer)
+        scaler.update()
+
+    for step in (clip_value, clip_to_one):
+        text = said(step)[1]
+        assert "norm was above max_norm, as with no clip at all" in text, step.__name__
+        assert "clip_grad_value_ bounds each element, not the norm" in text
