@@ -425,12 +425,13 @@ def core_path_text(edition: str = "en", minutes: dict[Path, int] | None = None) 
     )
 
 
-def glossary() -> list[dict[str, str]]:
-    """The course's terms (helpers/text/glossary.toml): en, zh, code, and the checks' patterns."""
+def glossary(table: str = "term") -> list[dict]:
+    """The course's terms (helpers/text/glossary.toml): en, zh, code, and the checks' patterns;
+    `table="title"` gives the titles links are shown under instead."""
     from helpers.language import tomllib
 
     with GLOSSARY.open("rb") as f:
-        return tomllib.load(f)["term"]
+        return tomllib.load(f)[table]
 
 
 def glossary_markdown(edition: str = "en") -> str:
