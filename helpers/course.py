@@ -349,7 +349,9 @@ def _error_text(edition: str, minutes: dict[Path, int]) -> str:
     low, high = (f"{h // 60}" for h in INDEPENDENT_TOTAL)
     if edition == "zh":
         return (
-            f"这些时长来自上面的模型，并非用秒表测得。两份独立估计（都不含 10b）分别是 {low} 到 "
+            f"这些时长来自上面的模型，并非用秒表测得；模型数的是英文原文的词，按英文每分钟 "
+            f"{WORDS_PER_MINUTE} 词的阅读速度计算，没有换算成中文每分钟读多少字。"
+            f"两份独立估计（都不含 10b）分别是 {low} 到 "
             f"{high} 小时和约 {round(e.second_total / 60)} 小时（后者逐个笔记本估计）；模型给出 "
             f"{_hours_zh(e.model_total)}，逐个笔记本看是第二份估计的 {e.lowest:.2f} 到 "
             f"{e.highest:.2f} 倍（中位数 {e.median:.2f}）：一个笔记本实际花的时间"
@@ -425,12 +427,13 @@ def core_path_text(edition: str = "en", minutes: dict[Path, int] | None = None) 
     )
 
 
-def glossary() -> list[dict[str, str]]:
-    """The course's terms (helpers/text/glossary.toml): en, zh, code, and the checks' patterns."""
+def glossary(table: str = "term") -> list[dict]:
+    """The course's terms (helpers/text/glossary.toml): en, zh, code, and the checks' patterns;
+    `table="title"` gives the titles links are shown under instead."""
     from helpers.language import tomllib
 
     with GLOSSARY.open("rb") as f:
-        return tomllib.load(f)["term"]
+        return tomllib.load(f)[table]
 
 
 def glossary_markdown(edition: str = "en") -> str:

@@ -37,6 +37,7 @@ __all__ = [
     "language",
     "phrase",
     "placeholders",
+    "same_program",
     "say",
     "say_in",
     "set_language",
@@ -247,6 +248,11 @@ def translation_problems(code: str) -> list[str]:
                     continue
                 if key not in english:
                     problems.append(f"{where}: English has no string {key!r}")
+                elif key in PROGRAMS and not same_program(value, english[key]):
+                    problems.append(
+                        f"{where}: {key!r} is not the English program (only its comments may "
+                        "be translated)"
+                    )
                 elif not isinstance(value, str) or not isinstance(english[key], str):
                     problems.append(f"{where}: {key!r} is not a text (only text is translated)")
                 elif placeholders(value) != placeholders(english[key]):
@@ -272,6 +278,21 @@ def untranslated(code: str) -> list[str]:
 #: Strings of a text table that are not prose: a quiz's program and answer, a learner question's
 #: thread, notebook and verdict stay as English has them.
 NOT_TRANSLATED = {"topic", "code", "answer", "probe", "source_title", "source_url", "see", "doctor"}
+#: Of those, the programs a translation may still give: the same program, its comments translated.
+PROGRAMS = {"code"}
+
+
+def same_program(ours: Any, english: Any) -> bool:
+    """Whether two quiz programs are the same code, comments and layout aside (their syntax
+    trees are equal)."""
+    import ast
+
+    if not (isinstance(ours, str) and isinstance(english, str)):
+        return False
+    try:
+        return ast.dump(ast.parse(ours)) == ast.dump(ast.parse(english))
+    except SyntaxError:
+        return False
 
 
 def _translatable(key: str) -> bool:

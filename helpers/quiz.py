@@ -189,8 +189,10 @@ class Question:
             return self
         stem, _, key = self.id.partition(":")
         strings = text.translated_table(stem, f"quiz.{key}", code)
+        program = strings["code"].strip("\n")  # its comments translated, if at all
         return replace(
             self,
+            code=program if text.same_program(program, self.code) else self.code,
             prompt=strings["prompt"],
             misconception=strings["misconception"],
             fact=strings["fact"],

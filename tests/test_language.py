@@ -330,3 +330,20 @@ def test_say_in_speaks_the_language_asked_for_whatever_the_learners_is():
         assert say_in("zh", "common", "figures.training_step") == chinese
     finally:
         set_language("en")
+
+
+def test_a_quiz_program_may_say_its_comments_in_chinese_and_nothing_else():
+    from helpers.language import same_program
+
+    english = "x = 1  # the cut\ny = x + 1"
+    assert same_program("x = 1  # 切口\ny = x + 1", english)
+    assert not same_program("x = 2  # 切口\ny = x + 1", english)
+    assert not same_program("x = (  # 切口", english)
+    q = next(q for q in QUESTIONS if q.id == "06_split_backward_three_models:split-1")
+    set_language("zh")
+    try:
+        shown = q.localized()
+    finally:
+        set_language("en")
+    assert "# 切口" in shown.code and "# the cut" in q.code
+    assert same_program(shown.code, q.code)

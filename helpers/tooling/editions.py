@@ -50,7 +50,9 @@ from helpers.tooling import code_text
 __all__ = [
     "TRANSLATION",
     "build_twin",
+    "chinese_edition_text",
     "english_hash",
+    "other_forms",
     "problems",
     "todo",
     "translate",
@@ -355,6 +357,54 @@ def _missing_terms(english: str, chinese: str) -> list[str]:
             if wanted not in chinese:
                 missing.append(f"{term['en']} → {wanted}")
     return missing
+
+
+_CODE_IN_TEXT = re.compile(r"```.*?```|`[^`\n]*`", re.DOTALL)
+
+
+def other_forms(text: str) -> list[str]:
+    """Where Chinese text writes a glossary term or a link's title in one of its other forms
+    (`zh_other` in helpers/text/glossary.toml), code spans left out: "found → the one form"."""
+    prose = _CODE_IN_TEXT.sub(" ", text)
+    found = []
+    for entry in glossary() + glossary("title"):
+        for pattern in entry.get("zh_other", []):
+            found += [f"{m.group(0)} → {entry['zh']}" for m in re.finditer(pattern, prose)]
+    return found
+
+
+def chinese_edition_text() -> dict[str, str]:
+    """Everything of the Chinese edition a learner reads, by where it is: each twin's Markdown
+    cells, its code's translated words and its outputs' text, the Chinese text files and
+    README.zh.md."""
+    root = NOTEBOOKS.parent
+    texts = {}
+    for english in course_notebooks(NOTEBOOKS):
+        path = twin_path(english)
+        twin = _read(path)
+        for n, cell in enumerate(twin.cells, start=1):
+            where = f"zh/{path.name} cell {n} ({cell.get('id')})"
+            if cell.cell_type == "markdown" and GLOSSARY_TAG not in _tags(cell):
+                texts[where] = cell.source
+            for k, output in enumerate(cell.get("outputs", []), start=1):
+                for mime, text in _text_of(output).items():
+                    if mime not in IMAGES:
+                        texts[f"{where}, output {k} ({mime})"] = text
+        texts[f"zh/{path.name}: its code's words"] = "\n".join(code_words(twin).values())
+    from helpers.language import tomllib
+
+    def values(table) -> list[str]:  # a text file's Chinese: its values, not its English keys
+        if isinstance(table, dict):
+            return [v for value in table.values() for v in values(value)]
+        if isinstance(table, list):
+            return [v for value in table for v in values(value)]
+        return [table] if isinstance(table, str) else []
+
+    for path in sorted((root / "helpers" / "text" / EDITION).glob("*.toml")):
+        with path.open("rb") as f:
+            texts[str(path.relative_to(root))] = "\n".join(values(tomllib.load(f)))
+    texts["README.zh.md"] = (root / "README.zh.md").read_text(encoding="utf-8")
+    return texts
 
 
 def _links(path: Path, cell) -> list[str]:

@@ -732,3 +732,28 @@ def spliced_english(path) -> list[str]:
 def test_no_twin_output_carries_english_a_helper_spliced_in():
     found = [line for path in NOTEBOOKS for line in spliced_english(twin_path(path))]
     assert found == [], "\n".join(found)
+
+
+def test_a_term_written_in_another_form_is_found_outside_code():
+    assert editions.other_forms("读取中间张量的梯度，而 `中间张量` 在代码里不算。") == [
+        "中间张量 → 中间变量"
+    ]
+    assert editions.other_forms("黑塞矩阵（Hessian）乘以 v；`torch.func.hessian`") == []
+    assert editions.other_forms("完整的 Hessian 矩阵") == ["Hessian → 黑塞矩阵"]
+    link = "[06 · 拆分的反向传播](06_split_backward_three_models.ipynb)"
+    assert editions.other_forms(f"见 {link}") == [
+        "[06 · 拆分的反向传播] → [06 · 拆分反向传播](06_split_backward_three_models.ipynb)"
+    ]
+    assert editions.other_forms("Adam 的滑动平均；微批量") == []
+    assert editions.other_forms("批归一化会更新它的滑动平均") == [
+        "批归一化会更新它的滑动平均 → 滑动统计量"
+    ]
+
+
+def test_the_chinese_edition_writes_each_term_one_way():
+    found = [
+        f"{where}: {form}"
+        for where, text in editions.chinese_edition_text().items()
+        for form in editions.other_forms(text)
+    ]
+    assert found == [], "\n".join(found)
