@@ -632,8 +632,8 @@ def course_names_text() -> str:
     ]
     header = (
         "# The names (operations, modules, keyword arguments) that the code of notebooks 01\n"
-        "# to 09 uses: notebook 10 calls a question's program new code when it uses a name\n"
-        "# not listed here.\n"
+        "# to 09 uses: the final check's tests (tests/test_quiz_final.py) call a question's\n"
+        "# program new code when it uses a name not listed here.\n"
         "# Written by `python -m helpers.course sync`; do not edit.\n"
     )
     return header + "\n".join(sorted(quiz_final.course_names(programs))) + "\n"

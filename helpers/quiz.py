@@ -318,9 +318,8 @@ def _notebooks_behind(question: Question) -> list[str]:
 
 def answer_table(items: list[Question]) -> Table:
     """Each question's stated answer beside what running it gives (they must agree), with the
-    notebooks behind it (those it draws on, else its topic's) and the names that make its code
-    new (those no code cell of notebooks 01 to 09 uses). The table opens folded: its answers
-    are for after the questions."""
+    notebooks behind it (those it draws on, else its topic's). The table opens folded: its
+    answers are for after the questions."""
     rows = []
     for i, q in enumerate((q.localized() for q in items), start=1):
         observed = q.run()
@@ -328,13 +327,12 @@ def answer_table(items: list[Question]) -> Table:
             {
                 "question": f"{i}. {q.prompt}",
                 "notebooks": ", ".join(_notebooks_behind(q)),
-                "new in it": ", ".join(quiz_final.new_names(q.code)) or "-",
                 "stated": q.answer,
                 "observed": observed.answer,
                 "agree": q.answer == observed.answer,
             }
         )
-    columns = ["question", "notebooks", "new in it", "stated", "observed", "agree"]
+    columns = ["question", "notebooks", "stated", "observed", "agree"]
     agreed = sum(r["agree"] for r in rows)
     return Table(
         columns,

@@ -34,7 +34,6 @@ __all__ = [
     "cell_tree",
     "course_names",
     "new_names",
-    "note",
     "surface_features",
     "surface_scores",
 ]
@@ -108,14 +107,6 @@ def new_names(code: str, known: Iterable[str] | None = None) -> list[str]:
     """The names a program uses that the course's code never does (default: `COURSE_NAMES`),
     sorted: what makes it new code."""
     return sorted(api_names(code) - set(COURSE_NAMES if known is None else known))
-
-
-def note(key: str, **values: Any) -> str:
-    """A note under one of notebook 10's tables (its text file's [notes]), in the learner's
-    language."""
-    from helpers.language import say
-
-    return say(NOTEBOOK.removesuffix(".ipynb"), f"notes.{key}", **values)
 
 
 def surface_features(items: Sequence[Any]) -> dict[str, list[Any]]:
