@@ -8,7 +8,7 @@ shown as torch raised it. `FAMILIES` lists them in the order they are tried.
 
 from __future__ import annotations
 
-import linecache
+import ast
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,6 +18,7 @@ import torch
 
 from helpers.doctor.record import Location, backward_functions, is_learners
 from helpers.doctor.watching import bare_traceback
+from helpers.explain import scopes
 from helpers.explain.explanation import Edit, Explanation, Place
 from helpers.explain.watch import InPlace, Watch, made_at
 from helpers.language import say
@@ -270,7 +271,7 @@ def backward_twice(error: BaseException, scene: Scene) -> Explanation | None:
     if first is None or first.at is None:
         return None
     surfaced = scene.surfaced
-    carried = _carried(scene, freed)
+    carried = _carried(scene, freed, first.count)
     loop = first.at == surfaced  # the same line of the same file: a loop came round again
     before = _text("backward_twice", "step_before") if loop else ""
     places = [
@@ -280,35 +281,131 @@ def backward_twice(error: BaseException, scene: Scene) -> Explanation | None:
     ]
     not_this = _text("backward_twice", "not_this")
     if loop and carried is not None:
-        name, bound_at = carried  # cut off what the last step left, before this step uses it
-        edit = Edit(bound_at, f"{name} = {name}.detach()\n{_code(bound_at)}")
-        what = _text("backward_twice", "what_carried", name=name, node=freed.name())
-        places.insert(1, Place("carried", bound_at, name))
+        names, bound_at, edit, trained = carried  # cut off what the last step left
+        listed = ", ".join(names)
+        if len(names) == 1:
+            what = _text("backward_twice", "what_carried", name=listed, node=freed.name())
+        else:
+            quoted = "`, `".join(names)
+            what = _text("backward_twice", "what_carried_many", names=quoted, node=freed.name())
+        places.insert(1, Place("carried", bound_at, listed))
+        fix = ""
+        if edit is None:
+            key = "fix_recompute" if trained else "fix_carried"
+            fix = _text("backward_twice", key, names=listed)
         return _explanation(
-            "backward_twice", error, places, what=what, edits=(edit,), not_this=not_this
+            "backward_twice",
+            error,
+            places,
+            what=what,
+            edits=(edit,) if edit else (),
+            fix=fix,
+            not_this=not_this,
         )
     what = _text("backward_twice", "what_shared", node=freed.name())
     fix = _text("backward_twice", "fix_shared", first=first.at.code)
     return _explanation("backward_twice", error, places, what=what, fix=fix)
 
 
-def _carried(scene: Scene, freed: Any) -> tuple[str, Location] | None:
-    """A name of the learner's frame whose tensor reaches `freed` and is not the failing root:
-    the state carried into this step. Its line: the last assignment to it in the loop that
-    reads it too (h = cell(x, h)), else where the name is bound."""
+def _carried(
+    scene: Scene, node: Any, since: int
+) -> tuple[list[str], Location, Edit | None, bool] | None:
+    """The state carried into this step: the names of the learner's frame (not the failing
+    root) whose tensors reach backward function `node`, found in the frame's source where a
+    loop around the failing line carries them: reassigned from themselves in the loop
+    (`h = cell(x, h)`, `out, (h, c) = lstm(x, (h, c))`), or bound once before it and not in it
+    (`data = conv(raw)` above the loop). Then the line that binds them, and the edit that cuts
+    them off there with `.detach()` (None where no edit is safe), and whether they were made
+    once from leaves that the loop trains (from backward number `since` on): no state to cut off
+    then, but a value to compute again in each step."""
     if not scene.frames:
         return None
-    frame, _ = scene.frames[-1]
+    frame, line = scene.frames[-1]
     roots = {id(r) for r in scene.roots}
-    for name, value in frame.f_locals.items():
-        if not isinstance(value, torch.Tensor) or id(value) in roots:
-            continue
-        node = _grad_fn_of(value)
-        if node is not None and freed in set(backward_functions([node])):
-            line = _binding_line(frame, name)
-            if line is not None:
-                return name, Location(frame.f_code.co_filename, line, frame.f_code.co_name)
+    names = [
+        name
+        for name, value in frame.f_locals.items()
+        if isinstance(value, torch.Tensor)
+        and id(value) not in roots
+        and (grad_fn := _grad_fn_of(value)) is not None
+        and node in set(backward_functions([grad_fn]))
+    ]
+    scope = scopes.scope_of(frame) if names else None
+    loops = scope.loops_around(line) if scope is not None else []
+    if not loops:
+        return None
+    plans = {name: _carry_plan(scope, loops[-1], name) for name in names}
+    plans = {name: plan for name, plan in plans.items() if plan is not None}
+    if not plans:
+        return None
+    statement, before = next(iter(plans.values()))
+    carried = [name for name, plan in plans.items() if plan == (statement, before)]
+    at = Location(frame.f_code.co_filename, statement.lineno, frame.f_code.co_name)
+    trained = not before and _trains(scene.watch, [frame.f_locals[n] for n in carried], since)
+    edit = None
+    if len({plan[0] for plan in plans.values()}) == 1 and not trained:  # one line cuts them all
+        if before:
+            edit = Edit(at, "\n".join([*_detached(carried), scope.text(statement)]))
+        else:
+            edit = _detach_at(scope, statement, carried, at)
+    return carried, at, edit, trained
+
+
+def _carry_plan(scope: scopes.Scope, loop: Any, name: str) -> tuple[Any, bool] | None:
+    """Where `name` gets the value the loop carries: (the statement, True) for a statement in
+    the loop that reassigns it from itself (the cut goes before it), (the statement, False) for
+    the binding before the loop when the loop never binds it (the cut goes into it)."""
+    binding = [s for s in scope.statements() if scopes.binds(s, name)]
+    inside = [s for s in binding if scope.inside(s, loop)]
+    if inside:
+        again = [s for s in inside if scopes.reads(s, name) and s is not loop]
+        if again and scopes.single_line(scope, again[-1]):
+            return again[-1], True
+        return None
+    above = [s for s in binding if s.lineno < loop.lineno]
+    if above and scopes.dominates(scope, above[-1], loop) and scopes.single_line(scope, above[-1]):
+        return above[-1], False
     return None
+
+
+def _detached(names: list[str]) -> list[str]:
+    return [f"{name} = {name}.detach()" for name in names]
+
+
+def _primary(value: ast.expr) -> bool:
+    """Whether `.detach()` written after `value` applies to all of it (`f(x)`, `a.b`, `a[0]`)."""
+    return isinstance(value, (ast.Call, ast.Attribute, ast.Subscript, ast.Name))
+
+
+def _detach_at(scope: scopes.Scope, statement: Any, names: list[str], at: Location) -> Edit:
+    """The binding `statement` with the value it binds to `names` detached: `x = f(y)` becomes
+    `x = f(y).detach()`; one that binds more names is followed by a line per name."""
+    targets = getattr(statement, "targets", [])
+    if (
+        len(targets) == 1
+        and isinstance(targets[0], ast.Name)
+        and isinstance(statement, ast.Assign)
+        and names == [targets[0].id]
+    ):
+        value = ast.get_source_segment("".join(scope.lines), statement.value)
+        if value is not None:
+            detached = f"{value}.detach()" if _primary(statement.value) else f"({value}).detach()"
+            return Edit(at, f"{names[0]} = {detached}")
+    return Edit(at, "\n".join([_code(at), *_detached(names)]))
+
+
+def _trains(watch: Watch | None, tensors: list[torch.Tensor], since: int) -> bool:
+    """Whether a leaf behind `tensors` was changed in place from backward number `since` on
+    (an optimizer's step updates the leaves it trains; their initialisation came before)."""
+    if watch is None:
+        return True
+    changed = {r.storage for r in watch.inplace if r.storage and r.backwards > since}
+    roots = [node for t in tensors if (node := _grad_fn_of(t)) is not None]
+    for node in backward_functions(roots):
+        leaf = getattr(node, "variable", None)
+        if isinstance(leaf, torch.Tensor) and leaf.untyped_storage().data_ptr() in changed:
+            return True
+    return False
 
 
 def _grad_fn_of(tensor: torch.Tensor) -> Any:
@@ -318,17 +415,6 @@ def _grad_fn_of(tensor: torch.Tensor) -> Any:
         return tensor.grad_fn
     except RuntimeError:
         return None
-
-
-def _binding_line(frame: Any, name: str) -> int | None:
-    lines = linecache.getlines(frame.f_code.co_filename)
-    pattern = re.compile(rf"^\s*{re.escape(name)}\s*(?:,[^=]*)?=(?!=)")
-    found = [i + 1 for i, text in enumerate(lines) if pattern.match(text)]
-    reading = [
-        n for n in found if re.search(rf"\b{re.escape(name)}\b", lines[n - 1].split("=", 1)[1])
-    ]
-    chosen = reading or found
-    return chosen[-1] if chosen else None
 
 
 # -- no graph to go back through -----------------------------------------------------------------

@@ -80,6 +80,7 @@ class InPlace(NamedTuple):  # a tuple: made on every in-place call, it must be c
     version_after: int
     at: Location | None
     tensor: weakref.ref  # the tensor itself, while it lives
+    backwards: int  # how many backwards the watch had seen before this call
 
 
 @dataclass(frozen=True)
@@ -90,6 +91,7 @@ class Backward:
     at: Location | None
     roots: tuple[Any, ...]  # the roots' grad_fn (None for a root without one)
     retain_graph: bool
+    count: int = 0  # how many backwards the watch had seen before this one
 
 
 @dataclass(frozen=True)
@@ -112,6 +114,7 @@ class Watch(TorchFunctionMode):
         self.backwards: deque[Backward] = deque(maxlen=BACKWARDS_KEPT)
         self.cuts: deque[Cut] = deque(maxlen=KEPT // 4)
         self.grad_off_at: Location | None = None
+        self.backwards_seen = 0
         self._depth = 0  # the watch's own work (a backward's hooks) is not the learner's
 
     def clear(self) -> None:
@@ -119,6 +122,7 @@ class Watch(TorchFunctionMode):
         self.backwards.clear()
         self.cuts.clear()
         self.grad_off_at = None
+        self.backwards_seen = 0
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         if _is_compiling():  # torch.compile traces this method: it compiles torch's call alone
@@ -187,6 +191,7 @@ class Watch(TorchFunctionMode):
                     version_after=version_after,
                     at=at,
                     tensor=weakref.ref(target),
+                    backwards=self.backwards_seen,
                 )
             )
             if node is not None and MADE_AT not in node.metadata:
@@ -209,8 +214,10 @@ class Watch(TorchFunctionMode):
                 at=learner_location(sys._getframe(2)),
                 roots=held,
                 retain_graph=retain_graph,
+                count=self.backwards_seen,
             )
         )
+        self.backwards_seen += 1
 
     def _maybe_cut(self, name: str, args: tuple, kwargs: dict, result: Any) -> None:
         inputs = [a for a in args if isinstance(a, torch.Tensor)]

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from torch import nn
 
 from helpers import explain
 from helpers.explain import catalogue
@@ -22,6 +23,9 @@ FAMILY = {
     "augmented_assignment": "inplace_saved",
     "step_between": "inplace_saved",
     "hidden_state": "backward_twice",
+    "target_before_loop": "backward_twice",
+    "state_unpacked": "backward_twice",
+    "feature_of_trained_weights": "backward_twice",
     "two_losses": "backward_twice",
     "beside_a_no_grad_view": "backward_twice",
     "item_cut": "no_graph",
@@ -76,6 +80,26 @@ def _right_hidden_state():
     return {"w": total}
 
 
+def _right_target_before_loop():
+    """The target is data: no graph kept from it, so w follows plain gradient descent."""
+    torch.manual_seed(0)
+    target, w = torch.randn(3).exp(), torch.zeros(3)
+    for _ in range(2):
+        w = w - 0.1 * 2 * (w - target)
+    return {"w": w}
+
+
+def _right_state_unpacked():
+    torch.manual_seed(0)
+    lstm = nn.LSTM(3, 4)
+    batches = [torch.randn(5, 2, 3) for _ in range(2)]
+    h, c = torch.zeros(1, 2, 4), torch.zeros(1, 2, 4)
+    for x in batches:
+        out, (h, c) = lstm(x, (h.detach(), c.detach()))
+        out.pow(2).mean().backward()
+    return {"w": lstm.weight_ih_l0.grad}
+
+
 def _right_leaf_update():
     torch.manual_seed(0)
     w = torch.randn(3)
@@ -107,6 +131,8 @@ RIGHT = {
     "slice_assigned": _right_exp,
     "augmented_assignment": _right_square_of_double,
     "hidden_state": _right_hidden_state,
+    "target_before_loop": _right_target_before_loop,
+    "state_unpacked": _right_state_unpacked,
     "leaf_update": _right_leaf_update,
     "vector_backward": _right_vector,
     "numpy_of_output": _right_numpy,
@@ -178,6 +204,16 @@ def test_no_wrong_fix_is_ever_suggested():
             assert not any("requires_grad" in text for text in suggested), name
         if name == "hidden_state":  # a graph carried across steps: never keep every graph alive
             assert "retain_graph" not in explanation.fix
+
+
+def test_a_value_made_once_from_trained_weights_is_computed_again_not_detached():
+    """Detaching `feature = w.exp()` would run, and w would never learn through it again: the
+    fix is in words, to compute it inside the loop."""
+    error, _ = run(HERE / "feature_of_trained_weights.py")
+    explanation = explain.explain(error, error.__traceback__, error.watch)
+    assert explanation.family == "backward_twice" and not explanation.edits
+    assert explanation.place("carried").code.startswith("feature = w.exp()")
+    assert "inside the loop" in explanation.fix
 
 
 def test_an_error_that_is_not_autograds_passes_through():
