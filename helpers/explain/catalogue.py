@@ -454,14 +454,18 @@ def no_graph(error: BaseException, scene: Scene) -> Explanation | None:
 # -- errors whose cause is the line that raised --------------------------------------------------
 
 
-def _at_the_line(key: str, edit: Callable[[str], str | None] | None = None):
+#: An edit of the line that raised: (the line, the scene) -> the line rewritten, or None.
+LineEdit = Callable[[str, Scene], "str | None"]
+
+
+def _at_the_line(key: str, edit: LineEdit | None = None):
     """A family whose causal line is the line that raised: say what, and the edit of that line."""
 
     def explain(error: BaseException, scene: Scene) -> Explanation | None:
         at = scene.surfaced
         if at is None:
             return None
-        new = edit(_code(at)) if edit is not None else None
+        new = edit(_code(at), scene) if edit is not None else None
         return _explanation(
             key,
             error,
@@ -475,20 +479,40 @@ def _at_the_line(key: str, edit: Callable[[str], str | None] | None = None):
     return explain
 
 
-def _sub(pattern: str, replacement: str) -> Callable[[str], str | None]:
+def _sub(pattern: str, replacement: str) -> LineEdit:
     compiled = re.compile(pattern)
 
-    def edit(code: str) -> str | None:
+    def edit(code: str, scene: Scene) -> str | None:
         new, count = compiled.subn(replacement, code, count=1)
         return new if count else None
 
     return edit
 
 
-def _under_no_grad(code: str) -> str | None:
+def _under_no_grad(code: str, scene: Scene) -> str | None:
     if _AUGMENTED.match(code) or _METHOD_CALL.match(code):
         return f"with torch.no_grad():\n    {code}"
     return None
+
+
+_NUMPY = re.compile(r"(?<!detach\(\))\.numpy\(\)")
+_RECEIVER = re.compile(r"(?<![\w.)\]])([A-Za-z_]\w*)\s*$")
+
+
+def _detach_before_numpy(code: str, scene: Scene) -> str | None:
+    """`.detach()` before each `.numpy()` of the line, except where it is called on a name
+    that holds a tensor that does not require grad (`x.numpy()` of plain data stays)."""
+    frame = scene.frames[-1][0] if scene.frames else None
+    names = {**frame.f_globals, **frame.f_locals} if frame is not None else {}
+    edited, last = [], 0
+    for found in _NUMPY.finditer(code):
+        receiver = _RECEIVER.search(code, 0, found.start())
+        value = names.get(receiver[1]) if receiver else None
+        if isinstance(value, torch.Tensor) and not value.requires_grad:
+            continue
+        edited += [code[last : found.start()], ".detach().numpy()"]
+        last = found.end()
+    return "".join([*edited, code[last:]]) if edited else None
 
 
 for _key, _words, _edit in [
@@ -497,7 +521,7 @@ for _key, _words, _edit in [
     ("scalar_output", "grad can be implicitly created only for scalar outputs",
      _sub(r"\b(\w+)\.backward\(\)", r"\1.sum().backward()")),
     ("numpy_requires_grad", "Can't call numpy() on Tensor that requires grad",
-     _sub(r"(?<!detach\(\))\.numpy\(\)", ".detach().numpy()")),
+     _detach_before_numpy),
     ("hook_no_grad", "cannot register a hook on a tensor that doesn't require gradient", None),
     ("requires_grad_dtype", "can require gradients",
      _sub(r"\.requires_grad_\(\)", ".float().requires_grad_()")),

@@ -34,6 +34,7 @@ FAMILY = {
     "leaf_update": "leaf_inplace",
     "vector_backward": "scalar_output",
     "numpy_of_output": "numpy_requires_grad",
+    "numpy_beside_data": "numpy_requires_grad",
     "hook_on_input": "hook_no_grad",
     "integer_requires_grad": "requires_grad_dtype",
     "flag_on_result": "requires_grad_nonleaf",
@@ -136,6 +137,7 @@ RIGHT = {
     "leaf_update": _right_leaf_update,
     "vector_backward": _right_vector,
     "numpy_of_output": _right_numpy,
+    "numpy_beside_data": _right_numpy,
     "integer_requires_grad": _right_integer,
     "flag_on_result": _right_flag,
 }
@@ -214,6 +216,14 @@ def test_a_value_made_once_from_trained_weights_is_computed_again_not_detached()
     assert explanation.family == "backward_twice" and not explanation.edits
     assert explanation.place("carried").code.startswith("feature = w.exp()")
     assert "inside the loop" in explanation.fix
+
+
+def test_only_the_numpy_call_on_a_tensor_that_requires_grad_is_detached():
+    error, _ = run(HERE / "numpy_beside_data.py")
+    explanation = explain.explain(error, error.__traceback__, error.watch)
+    assert [e.new for e in explanation.edits] == [
+        "pairs = list(zip(steps.numpy(), (w * 2).detach().numpy(), strict=True))"
+    ]
 
 
 def test_an_error_that_is_not_autograds_passes_through():
