@@ -432,9 +432,10 @@ def no_graph(error: BaseException, scene: Scene) -> Explanation | None:
     if cut is None or cut.at is None:
         return None
     places = [Place("cut", cut.at, f"{cut.call}()"), Place("surfaced", scene.surfaced)]
-    if not cut.grad_enabled and watch.grad_off_at is not None:
-        places.insert(0, Place("grad_off", watch.grad_off_at))
-        fix = _text("no_graph", "fix_grad_off")
+    grad_off = None if cut.grad_enabled else _grad_off_block(scene, cut.at) or watch.grad_off_at
+    if grad_off is not None:
+        places.insert(0, Place("grad_off", grad_off))
+        fix = _text("no_graph", "fix_inference" if root.is_inference() else "fix_grad_off")
     elif cut.call in ("item", "tolist", "numpy", "__float__"):
         fix = _text("no_graph", "fix_python", call=cut.call)
     elif cut.call in ("argmax", "argmin", "round", "floor", "ceil", "sign", "eq", "gt", "lt"):
@@ -449,6 +450,38 @@ def no_graph(error: BaseException, scene: Scene) -> Explanation | None:
         fix=fix,
         not_this=_text("no_graph", "not_this"),
     )
+
+
+def _grad_off_block(scene: Scene, cut: Location) -> Location | None:
+    """The `with torch.no_grad():` or `with torch.inference_mode():` (or such a decorator) that
+    the cut's line ran in: around that line, else around a line of the error's traceback (a
+    function called from inside the block)."""
+    spots = [(cut.filename, cut.line)]
+    spots += [(frame.f_code.co_filename, line) for frame, line in reversed(scene.frames)]
+    for filename, line in spots:
+        scope = scopes.scope_at(filename, line)
+        if scope is None:
+            continue
+        blocks = [s for s, context in scopes.withs_around(scope, line) if _grad_off(context)]
+        blocks += [d for d in getattr(scope.node, "decorator_list", ()) if _grad_off(d)]
+        if blocks:
+            function = getattr(scope.node, "name", "<module>")
+            return Location(filename, blocks[0].lineno, function)
+    return None
+
+
+def _grad_off(expression: ast.expr) -> bool:
+    """Whether `expression` switches gradients off: `torch.no_grad()`, `torch.inference_mode()`,
+    `torch.set_grad_enabled(False)` (a decorator may leave out the call's brackets)."""
+    call = expression if isinstance(expression, ast.Call) else None
+    function = call.func if call is not None else expression
+    name = getattr(function, "attr", getattr(function, "id", ""))
+    first = call.args[0] if call is not None and call.args else None
+    if name == "set_grad_enabled":
+        return isinstance(first, ast.Constant) and first.value is False
+    if name == "inference_mode" and isinstance(first, ast.Constant):
+        return first.value is not False
+    return name in ("no_grad", "inference_mode")
 
 
 # -- errors whose cause is the line that raised --------------------------------------------------

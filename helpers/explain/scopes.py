@@ -15,6 +15,7 @@ __all__ = [
     "binds",
     "dominates",
     "reads",
+    "scope_at",
     "scope_of",
     "single_line",
     "withs_around",
@@ -101,6 +102,21 @@ def scope_of(frame: Any) -> Scope | None:
             if first == code.co_firstlineno:
                 return Scope(node, lines)
     return None
+
+
+def scope_at(filename: str, line: int) -> Scope | None:
+    """The innermost function of file `filename` whose body holds `line`, else its module."""
+    tree = _tree(filename)
+    if tree is None:
+        return None
+    spanning = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        and node.body[0].lineno <= line <= (node.end_lineno or node.lineno)
+    ]
+    node = max(spanning, key=lambda n: n.lineno, default=tree)
+    return Scope(node, linecache.getlines(filename))
 
 
 def _names(target: ast.AST) -> set[str]:

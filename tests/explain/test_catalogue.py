@@ -30,6 +30,7 @@ FAMILY = {
     "beside_a_no_grad_view": "backward_twice",
     "item_cut": "no_graph",
     "no_grad_loss": "no_graph",
+    "inference_step": "no_graph",
     "argmax_cut": "no_graph",
     "leaf_update": "leaf_inplace",
     "vector_backward": "scalar_output",
@@ -224,6 +225,13 @@ def test_only_the_numpy_call_on_a_tensor_that_requires_grad_is_detached():
     assert [e.new for e in explanation.edits] == [
         "pairs = list(zip(steps.numpy(), (w * 2).detach().numpy(), strict=True))"
     ]
+
+
+def test_inference_mode_is_named_as_the_cut_like_no_grad():
+    error, _ = run(HERE / "inference_step.py")
+    explanation = explain.explain(error, error.__traceback__, error.watch)
+    assert explanation.place("grad_off").code.startswith("with torch.inference_mode():")
+    assert "inference_mode()" in explanation.fix
 
 
 def test_an_error_that_is_not_autograds_passes_through():

@@ -94,6 +94,16 @@ def test_only_an_assignment_alone_on_its_line_may_be_replaced():
     assert not scopes.single_line(one_line, one_line.statements()[0])
 
 
+def test_a_line_of_a_file_gets_the_innermost_function_around_it(tmp_path):
+    path = str(tmp_path / "learner.py")
+    linecache.cache[path] = (len(SOURCE), None, SOURCE.splitlines(True), path)
+    assert scopes.scope_at(path, 14).node.name == "train"
+    assert scopes.scope_at(path, 2).node.name == "initial"
+    assert isinstance(scopes.scope_at(path, 4).node, ast.Module)  # between the functions
+    del linecache.cache[path]
+    assert scopes.scope_at(path, 1) is None  # no source
+
+
 def test_source_that_cannot_be_read_gives_no_scope():
     frame = sys._getframe()
     code = compile("import sys\nframe = sys._getframe()", "<no file>", "exec")
