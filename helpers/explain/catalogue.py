@@ -491,13 +491,31 @@ def _grad_off(expression: ast.expr) -> bool:
 LineEdit = Callable[[str, Scene], "str | None"]
 
 
-def _at_the_line(key: str, edit: LineEdit | None = None):
-    """A family whose causal line is the line that raised: say what, and the edit of that line."""
+#: Where the cause of an error that surfaced at a line is found elsewhere: (the scene) -> the
+#: cause's place, the fix in words and an edit of it (or None); None when the line is the cause.
+Elsewhere = Callable[[Scene], "tuple[Place, str, Edit | None] | None"]
+
+
+def _at_the_line(key: str, edit: LineEdit | None = None, elsewhere: Elsewhere | None = None):
+    """A family whose causal line is the line that raised: say what, and the edit of that line;
+    or, where `elsewhere` finds the cause on another line, that line and its fix."""
 
     def explain(error: BaseException, scene: Scene) -> Explanation | None:
         at = scene.surfaced
         if at is None:
             return None
+        found = elsewhere(scene) if elsewhere is not None else None
+        if found is not None:
+            place, fix, new_edit = found
+            return _explanation(
+                key,
+                error,
+                [place, Place("surfaced", at)],
+                what=_text(key, "what"),
+                edits=(new_edit,) if new_edit else (),
+                fix=fix,
+                not_this=_text(key, "not_this"),
+            )
         new = edit(_code(at), scene) if edit is not None else None
         return _explanation(
             key,
@@ -510,6 +528,25 @@ def _at_the_line(key: str, edit: LineEdit | None = None):
         )
 
     return explain
+
+
+def _returned_unreduced(scene: Scene) -> tuple[Place, str, Edit | None] | None:
+    """A backward() from what a function of the learner's returned, never held in a name where
+    backward() was called (`criterion(a, b).backward()`): the reduction belongs where that
+    function computed it. No edit: `.sum()` or `.mean()` is the learner's choice there."""
+    if not scene.roots or not scene.frames:
+        return None
+    root, (frame, _) = scene.roots[0], scene.frames[-1]
+    made = made_at(_grad_fn_of(root))
+    if made is None or (made.filename, made.function) == (
+        frame.f_code.co_filename,
+        frame.f_code.co_name,
+    ):
+        return None
+    if any(value is root for value in frame.f_locals.values()):
+        return None
+    fix = _text("scalar_output", "fix_returned", function=made.function)
+    return Place("unreduced", made), fix, None
 
 
 def _sub(pattern: str, replacement: str) -> LineEdit:
@@ -548,6 +585,8 @@ def _detach_before_numpy(code: str, scene: Scene) -> str | None:
     return "".join([*edited, code[last:]]) if edited else None
 
 
+_ELSEWHERE: dict[str, Elsewhere] = {"scalar_output": _returned_unreduced}
+
 for _key, _words, _edit in [
     ("leaf_inplace", "a leaf Variable that requires grad is being used in an in-place",
      _under_no_grad),
@@ -572,4 +611,4 @@ for _key, _words, _edit in [
      None),
     ("ddp_ready_twice", "Expected to mark a variable ready only once", None),
 ]:  # fmt: skip
-    family(_key, _words)(_at_the_line(_key, _edit))
+    family(_key, _words)(_at_the_line(_key, _edit, _ELSEWHERE.get(_key)))

@@ -34,6 +34,7 @@ FAMILY = {
     "argmax_cut": "no_graph",
     "leaf_update": "leaf_inplace",
     "vector_backward": "scalar_output",
+    "loss_per_sample": "scalar_output",
     "numpy_of_output": "numpy_requires_grad",
     "numpy_beside_data": "numpy_requires_grad",
     "hook_on_input": "hook_no_grad",
@@ -175,7 +176,7 @@ def test_each_reproducer_is_named_by_its_family_with_its_causal_line(name):
     assert str(error).strip() in explanation.as_text()  # torch's words, verbatim
 
 
-CAUSAL_ROLES = {"changed", "freed", "carried", "cut", "grad_off", "surfaced"}
+CAUSAL_ROLES = {"changed", "freed", "carried", "cut", "grad_off", "unreduced", "surfaced"}
 
 
 @pytest.mark.parametrize("name", sorted(RIGHT))
@@ -232,6 +233,16 @@ def test_inference_mode_is_named_as_the_cut_like_no_grad():
     explanation = explain.explain(error, error.__traceback__, error.watch)
     assert explanation.place("grad_off").code.startswith("with torch.inference_mode():")
     assert "inference_mode()" in explanation.fix
+
+
+def test_a_loss_function_that_returns_every_sample_is_where_the_reduction_goes():
+    error, _ = run(HERE / "loss_per_sample.py")
+    explanation = explain.explain(error, error.__traceback__, error.watch)
+    assert explanation.place("unreduced").function == "criterion"
+    assert "criterion()" in explanation.fix and not explanation.edits
+    error, _ = run(HERE / "vector_backward.py")  # held in a name where backward() is called
+    explanation = explain.explain(error, error.__traceback__, error.watch)
+    assert explanation.place("unreduced") is None and explanation.edits
 
 
 def test_an_error_that_is_not_autograds_passes_through():
