@@ -585,7 +585,54 @@ def _detach_before_numpy(code: str, scene: Scene) -> str | None:
     return "".join([*edited, code[last:]]) if edited else None
 
 
-_ELSEWHERE: dict[str, Elsewhere] = {"scalar_output": _returned_unreduced}
+def _kept_loss(scene: Scene) -> tuple[Place, str, Edit | None] | None:
+    """A tensor of the failing frame (or in a list or dict there) that requires grad because it
+    holds a loss that a backward() already started from: a running total kept as a tensor
+    (`total += loss`). Its place: the line that added that loss to it; its edit, for
+    `total += loss` of one number, `total += loss.item()`."""
+    if not scene.frames or scene.watch is None:
+        return None
+    losses = {node for b in scene.watch.backwards for node in b.roots if node is not None}
+    frame, _ = scene.frames[-1]
+    for tensor in _tensors_in(list(frame.f_locals.values()), depth=3) if losses else ():
+        root = _grad_fn_of(tensor)
+        adding = next(
+            (
+                node
+                for node in backward_functions([root])
+                if any(n in losses for n, _ in getattr(node, "next_functions", ()))
+            ),
+            None,
+        )
+        at = made_at(adding)
+        if at is None:
+            continue
+        added = _AUGMENTED.match(_code(at))
+        edit = None
+        if added and added["op"] == "+" and added["value"].isidentifier() and tensor.numel() == 1:
+            edit = Edit(at, f"{added['target']} += {added['value']}.item()")  # each loss is one
+        return Place("kept", at), _text("numpy_requires_grad", "fix_kept"), edit
+    return None
+
+
+def _tensors_in(values: list[Any], depth: int) -> list[torch.Tensor]:
+    """The tensors that require grad among `values`, and in the lists, tuples and dicts there
+    (`depth` levels down)."""
+    found = []
+    for value in values:
+        if isinstance(value, torch.Tensor):
+            if value.requires_grad:
+                found.append(value)
+        elif depth > 1 and isinstance(value, (list, tuple, dict)):
+            inner = list(value.values()) if isinstance(value, dict) else list(value)
+            found += _tensors_in(inner, depth - 1)
+    return found
+
+
+_ELSEWHERE: dict[str, Elsewhere] = {
+    "scalar_output": _returned_unreduced,
+    "numpy_requires_grad": _kept_loss,
+}
 
 for _key, _words, _edit in [
     ("leaf_inplace", "a leaf Variable that requires grad is being used in an in-place",

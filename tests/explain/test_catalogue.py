@@ -37,6 +37,7 @@ FAMILY = {
     "loss_per_sample": "scalar_output",
     "numpy_of_output": "numpy_requires_grad",
     "numpy_beside_data": "numpy_requires_grad",
+    "running_total": "numpy_requires_grad",
     "hook_on_input": "hook_no_grad",
     "integer_requires_grad": "requires_grad_dtype",
     "flag_on_result": "requires_grad_nonleaf",
@@ -118,6 +119,14 @@ def _right_numpy():
     return {"values": torch.randn(3) * 2}
 
 
+def _right_running_total():
+    torch.manual_seed(0)
+    w, total = torch.randn(3), 0.0
+    for _ in range(2):
+        total += (w * torch.randn(3)).pow(2).sum().item()
+    return {"curve": torch.tensor([total])}
+
+
 def _right_integer():
     return {"steps": torch.full((4,), 2.0)}
 
@@ -140,6 +149,7 @@ RIGHT = {
     "vector_backward": _right_vector,
     "numpy_of_output": _right_numpy,
     "numpy_beside_data": _right_numpy,
+    "running_total": _right_running_total,
     "integer_requires_grad": _right_integer,
     "flag_on_result": _right_flag,
 }
@@ -176,7 +186,9 @@ def test_each_reproducer_is_named_by_its_family_with_its_causal_line(name):
     assert str(error).strip() in explanation.as_text()  # torch's words, verbatim
 
 
-CAUSAL_ROLES = {"changed", "freed", "carried", "cut", "grad_off", "unreduced", "surfaced"}
+CAUSAL_ROLES = {
+    "changed", "freed", "carried", "cut", "grad_off", "unreduced", "kept", "surfaced"
+}  # fmt: skip
 
 
 @pytest.mark.parametrize("name", sorted(RIGHT))
