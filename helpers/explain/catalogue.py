@@ -151,6 +151,25 @@ def inplace_saved(error: BaseException, scene: Scene) -> Explanation | None:
         ),
         Place("surfaced", scene.surfaced),
     ]
+    before = _step_before(scene, stale[0]) if stale else None
+    carried = _carried(scene, stale[0], before.count) if before else None
+    if carried is not None:  # the last step's graph, kept alive, reached through carried state
+        names, at, edit, _ = carried
+        listed = ", ".join(names)
+        places.insert(1, Place("carried", at, listed))
+        quoted = "`, `".join(names)
+        call = change.call
+        what = _text("inplace_saved", "what_carried", names=quoted, node=node_name, call=call)
+        fix = _text("inplace_saved", "fix_carried" if edit else "fix_carried_words", names=listed)
+        return _explanation(
+            "inplace_saved",
+            error,
+            places,
+            what=what,
+            edits=(edit,) if edit else (),
+            fix=fix,
+            not_this=_text("backward_twice", "not_this"),
+        )
     what = _text("inplace_saved", "what", node=node_name, call=change.call)
     edit = _out_of_place(change)
     fix = ""
@@ -167,6 +186,24 @@ def inplace_saved(error: BaseException, scene: Scene) -> Explanation | None:
         edits=(edit,) if edit else (),
         fix=fix,
         not_this=_text("inplace_saved", "not_this"),
+    )
+
+
+def _step_before(scene: Scene, node: Any) -> Any:
+    """The backward of the step before, when `node` is in that step's graph: an earlier
+    backward at the failing line (a loop came round) that kept its graph (`retain_graph=True`)
+    and started after `node` was made."""
+    watch, made = scene.watch, getattr(node, "_sequence_nr", None)
+    if watch is None or made is None:
+        return None
+    earlier = list(watch.backwards)[:-1]  # the last is the failing one
+    return next(
+        (
+            b
+            for b in reversed(earlier)
+            if b.at == scene.surfaced and b.retain_graph and b.newest >= made()
+        ),
+        None,
     )
 
 

@@ -92,6 +92,7 @@ class Backward:
     roots: tuple[Any, ...]  # the roots' grad_fn (None for a root without one)
     retain_graph: bool
     count: int = 0  # how many backwards the watch had seen before this one
+    newest: int = -1  # the sequence number of the newest root's grad_fn: nodes up to it came first
 
 
 @dataclass(frozen=True)
@@ -207,7 +208,9 @@ class Watch(TorchFunctionMode):
         retain_graph = bool(retain) or bool(kwargs.get("create_graph"))
         # a graph kept for another backward is never held by the watch: its saved tensors would
         # stay alive; one this backward frees is held, to name it if a later backward needs it
-        held = () if retain_graph else tuple(grad_fn(r) for r in roots)
+        nodes = [grad_fn(r) for r in roots]
+        held = () if retain_graph else tuple(nodes)
+        newest = max((n._sequence_nr() for n in nodes if n is not None), default=-1)
         self.backwards.append(
             Backward(
                 call=name,
@@ -215,6 +218,7 @@ class Watch(TorchFunctionMode):
                 roots=held,
                 retain_graph=retain_graph,
                 count=self.backwards_seen,
+                newest=newest,
             )
         )
         self.backwards_seen += 1

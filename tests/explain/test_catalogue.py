@@ -22,6 +22,7 @@ FAMILY = {
     "slice_assigned": "inplace_saved",
     "augmented_assignment": "inplace_saved",
     "step_between": "inplace_saved",
+    "state_kept_by_retain_graph": "inplace_saved",
     "hidden_state": "backward_twice",
     "target_before_loop": "backward_twice",
     "state_unpacked": "backward_twice",
@@ -104,6 +105,19 @@ def _right_state_unpacked():
     return {"w": lstm.weight_ih_l0.grad}
 
 
+def _right_state_kept_by_retain_graph():
+    torch.manual_seed(0)
+    w = torch.randn(3, 3, requires_grad=True)
+    optimizer = torch.optim.SGD([w], lr=0.1)
+    h = torch.zeros(3)
+    for _ in range(3):
+        optimizer.zero_grad()
+        h = torch.tanh(w @ h.detach() + torch.randn(3))
+        h.pow(2).sum().backward()
+        optimizer.step()
+    return {"w": w.grad}
+
+
 def _right_leaf_update():
     torch.manual_seed(0)
     w = torch.randn(3)
@@ -145,6 +159,7 @@ RIGHT = {
     "hidden_state": _right_hidden_state,
     "target_before_loop": _right_target_before_loop,
     "state_unpacked": _right_state_unpacked,
+    "state_kept_by_retain_graph": _right_state_kept_by_retain_graph,
     "leaf_update": _right_leaf_update,
     "vector_backward": _right_vector,
     "numpy_of_output": _right_numpy,
