@@ -9,6 +9,7 @@ shown as torch raised it. `FAMILIES` lists them in the order they are tried.
 from __future__ import annotations
 
 import ast
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -221,9 +222,22 @@ def _the_change(
         if confirmed:
             return confirmed[-1]
     candidates = [r for r in watch.inplace if r.shape == shape and r.version_before == expected]
+    if not candidates and re.sub(r"Backward\d*$", "", op or "") in _VIEWS:
+        # a view was saved and its base changed in place: they share one version counter
+        size = math.prod(shape)
+        candidates = [
+            r for r in watch.inplace if r.version_before == expected and math.prod(r.shape) > size
+        ]
     if op:
         candidates = [r for r in candidates if r.made_by.startswith(op)] or candidates
     return candidates[-1] if candidates else None
+
+
+#: The view functions torch names as what made a saved tensor that is a view.
+_VIEWS = frozenset(
+    {"AsStrided", "Select", "Slice", "View", "Unsqueeze", "Squeeze", "Transpose", "Permute",
+     "Expand", "Diagonal", "Unfold", "Split", "SplitWithSizes", "Unbind", "Alias", "T", "Narrow"}
+)  # fmt: skip
 
 
 def _within(node: Any, depth: int) -> set[Any]:

@@ -23,6 +23,7 @@ FAMILY = {
     "augmented_assignment": "inplace_saved",
     "step_between": "inplace_saved",
     "state_kept_by_retain_graph": "inplace_saved",
+    "view_of_changed_base": "inplace_saved",
     "hidden_state": "backward_twice",
     "target_before_loop": "backward_twice",
     "state_unpacked": "backward_twice",
@@ -118,6 +119,15 @@ def _right_state_kept_by_retain_graph():
     return {"w": w.grad}
 
 
+def _right_view_of_changed_base():
+    """The rows written later change no value `out` uses: the gradient without them."""
+    torch.manual_seed(0)
+    w = torch.randn(4, 4, requires_grad=True)
+    x = torch.randn(4)
+    ((x @ w) @ w).sum().backward()
+    return {"w": w.grad}
+
+
 def _right_leaf_update():
     torch.manual_seed(0)
     w = torch.randn(3)
@@ -160,6 +170,7 @@ RIGHT = {
     "target_before_loop": _right_target_before_loop,
     "state_unpacked": _right_state_unpacked,
     "state_kept_by_retain_graph": _right_state_kept_by_retain_graph,
+    "view_of_changed_base": _right_view_of_changed_base,
     "leaf_update": _right_leaf_update,
     "vector_backward": _right_vector,
     "numpy_of_output": _right_numpy,
