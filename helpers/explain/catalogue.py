@@ -396,7 +396,7 @@ def _carried(
     edit = None
     if len({plan[0] for plan in plans.values()}) == 1 and not trained:  # one line cuts them all
         if before:
-            edit = Edit(at, "\n".join([*_detached(carried), scope.text(statement)]))
+            edit = Edit(at, "\n".join([*_detached(carried), _code(at)]))
         else:
             edit = _detach_at(scope, statement, carried, at)
     return carried, at, edit, trained

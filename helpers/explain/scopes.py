@@ -81,10 +81,6 @@ class Scope:
         """Whether `statement` is `outer` or nested in it."""
         return statement is outer or outer in self.parents.get(statement, ())
 
-    def text(self, statement: ast.stmt) -> str:
-        """The first line of `statement`, as written (stripped)."""
-        return self.lines[statement.lineno - 1].strip()
-
 
 def scope_of(frame: Any) -> Scope | None:
     """The scope `frame` runs: the module, or the function whose code it is (None for a lambda,
