@@ -92,6 +92,7 @@ class InPlace(NamedTuple):  # a tuple: made on every in-place call, it must be c
     version_after: int
     at: Location | None
     tensor: weakref.ref  # the tensor itself, while it lives
+    backwards: int  # how many backwards the watch had seen before this call
 
 
 @dataclass(frozen=True)
@@ -102,6 +103,8 @@ class Backward:
     at: Location | None
     roots: tuple[Any, ...]  # the roots' grad_fn (None for a root without one)
     retain_graph: bool
+    count: int = 0  # how many backwards the watch had seen before this one
+    newest: int = -1  # the sequence number of the newest root's grad_fn: nodes up to it came first
 
 
 @dataclass(frozen=True)
@@ -126,6 +129,7 @@ class Watch(TorchFunctionMode):
         self.grad_off_at: Location | None = None
         #: Whether torch's checkpoint switched gradients off there (not the learner's own code).
         self.grad_off_by_checkpoint = False
+        self.backwards_seen = 0
         self._depth = 0  # the watch's own work (a backward's hooks) is not the learner's
 
     def clear(self) -> None:
@@ -134,6 +138,7 @@ class Watch(TorchFunctionMode):
         self.cuts.clear()
         self.grad_off_at = None
         self.grad_off_by_checkpoint = False
+        self.backwards_seen = 0
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         if _is_compiling():  # torch.compile traces this method: it compiles torch's call alone
@@ -203,6 +208,7 @@ class Watch(TorchFunctionMode):
                     version_after=version_after,
                     at=at,
                     tensor=weakref.ref(target),
+                    backwards=self.backwards_seen,
                 )
             )
             if node is not None and MADE_AT not in node.metadata:
@@ -218,15 +224,20 @@ class Watch(TorchFunctionMode):
         retain_graph = bool(retain) or bool(kwargs.get("create_graph"))
         # a graph kept for another backward is never held by the watch: its saved tensors would
         # stay alive; one this backward frees is held, to name it if a later backward needs it
-        held = () if retain_graph else tuple(grad_fn(r) for r in roots)
+        nodes = [grad_fn(r) for r in roots]
+        held = () if retain_graph else tuple(nodes)
+        newest = max((n._sequence_nr() for n in nodes if n is not None), default=-1)
         self.backwards.append(
             Backward(
                 call=name,
                 at=learner_location(sys._getframe(2)),
                 roots=held,
                 retain_graph=retain_graph,
+                count=self.backwards_seen,
+                newest=newest,
             )
         )
+        self.backwards_seen += 1
 
     def _maybe_cut(self, name: str, args: tuple, kwargs: dict, result: Any) -> None:
         inputs = [a for a in args if isinstance(a, torch.Tensor)]

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from torch import nn
 
 from helpers import explain
 from helpers.explain import catalogue
@@ -24,15 +25,24 @@ FAMILY = {
     "slice_assigned": "inplace_saved",
     "augmented_assignment": "inplace_saved",
     "step_between": "inplace_saved",
+    "state_kept_by_retain_graph": "inplace_saved",
+    "view_of_changed_base": "inplace_saved",
     "hidden_state": "backward_twice",
+    "target_before_loop": "backward_twice",
+    "state_unpacked": "backward_twice",
+    "feature_of_trained_weights": "backward_twice",
     "two_losses": "backward_twice",
     "beside_a_no_grad_view": "backward_twice",
     "item_cut": "no_graph",
     "no_grad_loss": "no_graph",
+    "inference_step": "no_graph",
     "argmax_cut": "no_graph",
     "leaf_update": "leaf_inplace",
     "vector_backward": "scalar_output",
+    "loss_per_sample": "scalar_output",
     "numpy_of_output": "numpy_requires_grad",
+    "numpy_beside_data": "numpy_requires_grad",
+    "running_total": "numpy_requires_grad",
     "hook_on_input": "hook_no_grad",
     "integer_requires_grad": "requires_grad_dtype",
     "flag_on_result": "requires_grad_nonleaf",
@@ -81,6 +91,48 @@ def _right_hidden_state():
     return {"w": total}
 
 
+def _right_target_before_loop():
+    """The target is data: no graph kept from it, so w follows plain gradient descent."""
+    torch.manual_seed(0)
+    target, w = torch.randn(3).exp(), torch.zeros(3)
+    for _ in range(2):
+        w = w - 0.1 * 2 * (w - target)
+    return {"w": w}
+
+
+def _right_state_unpacked():
+    torch.manual_seed(0)
+    lstm = nn.LSTM(3, 4)
+    batches = [torch.randn(5, 2, 3) for _ in range(2)]
+    h, c = torch.zeros(1, 2, 4), torch.zeros(1, 2, 4)
+    for x in batches:
+        out, (h, c) = lstm(x, (h.detach(), c.detach()))
+        out.pow(2).mean().backward()
+    return {"w": lstm.weight_ih_l0.grad}
+
+
+def _right_state_kept_by_retain_graph():
+    torch.manual_seed(0)
+    w = torch.randn(3, 3, requires_grad=True)
+    optimizer = torch.optim.SGD([w], lr=0.1)
+    h = torch.zeros(3)
+    for _ in range(3):
+        optimizer.zero_grad()
+        h = torch.tanh(w @ h.detach() + torch.randn(3))
+        h.pow(2).sum().backward()
+        optimizer.step()
+    return {"w": w.grad}
+
+
+def _right_view_of_changed_base():
+    """The rows written later change no value `out` uses: the gradient without them."""
+    torch.manual_seed(0)
+    w = torch.randn(4, 4, requires_grad=True)
+    x = torch.randn(4)
+    ((x @ w) @ w).sum().backward()
+    return {"w": w.grad}
+
+
 def _right_leaf_update():
     torch.manual_seed(0)
     w = torch.randn(3)
@@ -94,6 +146,14 @@ def _right_vector():
 def _right_numpy():
     torch.manual_seed(0)
     return {"values": torch.randn(3) * 2}
+
+
+def _right_running_total():
+    torch.manual_seed(0)
+    w, total = torch.randn(3), 0.0
+    for _ in range(2):
+        total += (w * torch.randn(3)).pow(2).sum().item()
+    return {"curve": torch.tensor([total])}
 
 
 def _right_integer():
@@ -121,9 +181,15 @@ RIGHT = {
     "slice_assigned": _right_exp,
     "augmented_assignment": _right_square_of_double,
     "hidden_state": _right_hidden_state,
+    "target_before_loop": _right_target_before_loop,
+    "state_unpacked": _right_state_unpacked,
+    "state_kept_by_retain_graph": _right_state_kept_by_retain_graph,
+    "view_of_changed_base": _right_view_of_changed_base,
     "leaf_update": _right_leaf_update,
     "vector_backward": _right_vector,
     "numpy_of_output": _right_numpy,
+    "numpy_beside_data": _right_numpy,
+    "running_total": _right_running_total,
     "integer_requires_grad": _right_integer,
     "flag_on_result": _right_flag,
     "checkpoint_frozen_input": _right_checkpointed_block,
@@ -161,7 +227,9 @@ def test_each_reproducer_is_named_by_its_family_with_its_causal_line(name):
     assert str(error).strip() in explanation.as_text()  # torch's words, verbatim
 
 
-CAUSAL_ROLES = {"changed", "freed", "carried", "cut", "grad_off", "surfaced"}
+CAUSAL_ROLES = {
+    "changed", "freed", "carried", "cut", "grad_off", "unreduced", "kept", "surfaced"
+}  # fmt: skip
 
 
 @pytest.mark.parametrize("name", sorted(RIGHT))
@@ -223,6 +291,41 @@ def test_no_wrong_fix_is_ever_suggested():
             assert not any("requires_grad" in text for text in suggested), name
         if name == "hidden_state":  # a graph carried across steps: never keep every graph alive
             assert "retain_graph" not in explanation.fix
+
+
+def test_a_value_made_once_from_trained_weights_is_computed_again_not_detached():
+    """Detaching `feature = w.exp()` would run, and w would never learn through it again: the
+    fix is in words, to compute it inside the loop."""
+    error, _ = run(HERE / "feature_of_trained_weights.py")
+    explanation = explain.explain(error, error.__traceback__, error.watch)
+    assert explanation.family == "backward_twice" and not explanation.edits
+    assert explanation.place("carried").code.startswith("feature = w.exp()")
+    assert "inside the loop" in explanation.fix
+
+
+def test_only_the_numpy_call_on_a_tensor_that_requires_grad_is_detached():
+    error, _ = run(HERE / "numpy_beside_data.py")
+    explanation = explain.explain(error, error.__traceback__, error.watch)
+    assert [e.new for e in explanation.edits] == [
+        "pairs = list(zip(steps.numpy(), (w * 2).detach().numpy(), strict=True))"
+    ]
+
+
+def test_inference_mode_is_named_as_the_cut_like_no_grad():
+    error, _ = run(HERE / "inference_step.py")
+    explanation = explain.explain(error, error.__traceback__, error.watch)
+    assert explanation.place("grad_off").code.startswith("with torch.inference_mode():")
+    assert "inference_mode()" in explanation.fix
+
+
+def test_a_loss_function_that_returns_every_sample_is_where_the_reduction_goes():
+    error, _ = run(HERE / "loss_per_sample.py")
+    explanation = explain.explain(error, error.__traceback__, error.watch)
+    assert explanation.place("unreduced").function == "criterion"
+    assert "criterion()" in explanation.fix and not explanation.edits
+    error, _ = run(HERE / "vector_backward.py")  # held in a name where backward() is called
+    explanation = explain.explain(error, error.__traceback__, error.watch)
+    assert explanation.place("unreduced") is None and explanation.edits
 
 
 def test_an_error_that_is_not_autograds_passes_through():

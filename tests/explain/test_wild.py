@@ -33,11 +33,6 @@ def test_each_report_raises_the_error_of_the_family_it_states(results):
         assert WORDS[r.report.family] in r.message, (r.report.name, r.message)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the explainer names 26 of 32 right (81%); the misses are listed in WILD.md and "
-    "reported for a fix of helpers/explain/ (issue 52)",
-)
 def test_at_least_nine_in_ten_are_named_with_their_family_and_causal_line(results):
     right = [r for r in results if r.named_right]
     assert len(right) >= THRESHOLD * len(results), wild.render(results)

@@ -93,6 +93,10 @@ MODULES: dict[str, list[str]] = {
         ]
         for part in ("__init__", "catalogue", "explanation", "watch", "kernel")
     },
+    "helpers/explain/scopes.py": [
+        "tests/explain/test_scopes.py",
+        "tests/explain/test_catalogue.py",
+    ],
     **{
         f"helpers/exercises/{path.stem}.py": [
             f"tests/exercises/test_{path.stem}.py",

@@ -33,7 +33,7 @@ WILD = ROOT / "tests" / "explain" / "wild"
 TABLE = ROOT / "WILD.md"
 #: The roles of an explanation's places that say where the cause is; a family whose cause is the
 #: line that raised has only `surfaced`.
-CAUSAL_ROLES = ("changed", "freed", "carried", "cut", "grad_off")
+CAUSAL_ROLES = ("changed", "freed", "carried", "cut", "grad_off", "unreduced", "kept")
 #: What anomaly mode prints before the forward traceback of the node that failed.
 FORWARD_TRACEBACK = "Traceback of forward call that caused the error:"
 
