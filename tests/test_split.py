@@ -1,6 +1,8 @@
 """helpers.split: the post's three models, the split and joint steps, comparisons and pictures."""
 
+import ast
 import contextlib
+import inspect
 import io
 import os
 import subprocess
@@ -8,6 +10,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import nbformat
 import pytest
 import torch
 from hypothesis import given, settings
@@ -736,3 +739,26 @@ def test_split_graphs_in_chinese_name_a_simplified_chinese_face():
     assert f'fontname="{graph_module.CHINESE_NODE_FONT}"' in chinese
     assert f'fontname="{graph_module.CHINESE_TITLE_FONT}"' in chinese
     assert "CJK" not in english
+
+
+NOTEBOOK_06 = Path(__file__).resolve().parents[1] / "notebooks/06_split_backward_three_models.ipynb"
+#: What notebook 06 writes out in its cells before the helpers serve it to the notebooks after it.
+WRITTEN_IN_06 = ("MLPem0", "MLP1", "MLP2L", "cut")
+
+
+def test_the_models_and_the_cut_are_the_code_notebook_06_writes_out():
+    written: dict[str, list[str]] = {}
+    for cell in nbformat.read(NOTEBOOK_06, as_version=4).cells:
+        if cell.cell_type != "code":
+            continue
+        try:
+            tree = ast.parse(cell.source)
+        except SyntaxError:  # the setup cell's %load_ext
+            continue
+        for node in tree.body:
+            if isinstance(node, ast.ClassDef | ast.FunctionDef) and node.name in WRITTEN_IN_06:
+                segment = ast.get_source_segment(cell.source, node)
+                written.setdefault(node.name, []).append(segment)
+    assert sorted(written) == sorted(WRITTEN_IN_06)
+    for name, segments in written.items():
+        assert segments == [inspect.getsource(getattr(split, name)).rstrip("\n")], name
