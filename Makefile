@@ -65,7 +65,7 @@ $(AXE): tests/browser/package.json tests/browser/package-lock.json
 	else echo "npm not found: the site's accessibility audit is skipped (install Node.js)"; fi
 
 lint: $(STAMP)
-	$(BIN)/ruff check helpers tests notebooks site conftest.py
+	$(BIN)/ruff check helpers tooling tests notebooks site conftest.py
 
 unit: $(STAMP) browser-deps
 	$(BIN)/python -m pytest tests -q
@@ -78,15 +78,15 @@ notebooks: $(STAMP)
 
 # Re-run notebooks in place from a fresh kernel, so committed outputs are what the pins produce.
 execute: $(STAMP)
-	$(BIN)/python -m helpers.course execute $(NB)
+	$(BIN)/python -m tooling.course execute $(NB)
 
 # The Chinese edition: rebuild every twin from its English notebook (code, cells; translations
 # kept), then run the twins so their outputs speak Chinese. Translators edit only Markdown and
-# helpers/text/zh/ (helpers/tooling/editions.py says how).
+# helpers/text/zh/ (tooling/editions.py says how).
 # `make zh NB=notebooks/07b_pipeline_and_data_parallel.ipynb` rebuilds and runs that twin only.
 zh: $(STAMP)
-	$(BIN)/python -m helpers.tooling.editions build $(if $(NB_GIVEN),$(NB))
-	$(BIN)/python -m helpers.course execute $(if $(NB_GIVEN),$(addprefix notebooks/zh/,$(notdir $(NB))),$(ZH_NB))
+	$(BIN)/python -m tooling.editions build $(if $(NB_GIVEN),$(NB))
+	$(BIN)/python -m tooling.course execute $(if $(NB_GIVEN),$(addprefix notebooks/zh/,$(notdir $(NB))),$(ZH_NB))
 
 # The course website: both editions, read-only, from the committed notebooks (never re-run), into
 # _site/html/ (English at its root, Chinese under zh/). Warnings are errors. site/build.py says how,

@@ -47,7 +47,7 @@ TOPICS = ("final_1", "final_2", "final_3", "final_4")
 SURFACE_LIMIT = 0.6
 
 #: The names the code cells of notebooks 01 to 09 use, one per line (written by
-#: `python -m helpers.course sync`, checked by the tests), so that the measure needs no notebook
+#: `python -m tooling.course sync`, checked by the tests), so that the measure needs no notebook
 #: on disk (Colab opens one notebook alone).
 COURSE_NAMES_FILE = Path(__file__).with_name("text") / "course_names.txt"
 

@@ -2,7 +2,7 @@
 
     python site/build.py [--out DIR] [--edition CODE ...]       (`make site`: into _site/)
 
-Each edition (helpers.course.EDITIONS) is its own Sphinx project with site/conf.py, so each has
+Each edition (tooling.course.EDITIONS) is its own Sphinx project with site/conf.py, so each has
 its own navigation, search index and interface language: English at the site's root, Chinese
 under zh/ (OUT/html/ and OUT/html/zh/). The editions build side by side, from scratch every time
 (a Sphinx that reuses its state reports no warning for pages it does not re-read), with warnings
@@ -31,7 +31,7 @@ sys.path[:0] = [str(ROOT), str(SITE_DIR)]
 
 from course_site import TEXT, book_url  # noqa: E402
 
-from helpers.course import (  # noqa: E402
+from tooling.course import (  # noqa: E402
     BADGE_TAG,
     EDITIONS,
     HIDE_TAG,

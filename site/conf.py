@@ -16,7 +16,7 @@ sys.path[:0] = [str(SITE_DIR.parent), str(SITE_DIR)]  # helpers, and course_site
 
 from course_site import TEXT  # noqa: E402
 
-from helpers.course import REPOSITORY, site_url  # noqa: E402
+from tooling.course import REPOSITORY, site_url  # noqa: E402
 
 course_edition = os.environ.get("COURSE_SITE_EDITION", "en")
 text = TEXT[course_edition]

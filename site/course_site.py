@@ -1,7 +1,7 @@
 """The course website's Sphinx extension (site/conf.py loads it).
 
 - Every page links to its twin in the other edition and, for a notebook, to the notebook in Colab
-  and Binder (helpers.course.colab_url and binder_url, with the page's edition).
+  and Binder (tooling.course.colab_url and binder_url, with the page's edition).
 - Links in a notebook that leave its edition resolve to the site's page of the twin (en's
   `zh/00_start_here.ipynb`, zh's `../00_start_here.ipynb`) or, for a file of the repository that is
   not a notebook (`../COMPATIBILITY.md`), to the file on GitHub; an anchor set in the notebook's
@@ -37,7 +37,7 @@ from sphinx.application import Sphinx
 from sphinx.search.zh import SearchChinese
 from sphinx.transforms.post_transforms import SphinxPostTransform
 
-from helpers.course import (
+from tooling.course import (
     BRANCH,
     EDITIONS,
     NOTEBOOKS,

@@ -40,7 +40,7 @@ sys.path[:0] = [str(ROOT), str(SITE_DIR)]
 
 from course_site import TEXT, book_name, pinned_torch  # noqa: E402
 
-from helpers.course import EDITIONS, NOTEBOOKS, course_notebooks, site_url  # noqa: E402
+from tooling.course import EDITIONS, NOTEBOOKS, course_notebooks, site_url  # noqa: E402
 
 __all__ = [
     "BOOK_CSS",

@@ -3,7 +3,7 @@
 import os
 from pathlib import Path
 
-from helpers.course import course_notebooks
+from tooling.course import course_notebooks
 
 FOLDER = Path(__file__).resolve().parent.parent / "notebooks"
 NOTEBOOKS = course_notebooks(FOLDER)

@@ -9,8 +9,8 @@ import re
 import nbformat
 import pytest
 
-from helpers import course
 from tests.notebook_files import IDS, NOTEBOOKS
+from tooling import course
 
 MAX_CELLS = 90
 MAX_WORDS = 2500  # of markdown

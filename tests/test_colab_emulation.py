@@ -29,8 +29,9 @@ COLAB_PACKAGES = [f"torch=={PIN}", *compat.COLAB_PACKAGES]
 CHINESE_TWIN = ROOT / "notebooks" / "zh" / "03_detach_and_clone.ipynb"
 #: The notebooks run here: the start page (its environment report says Colab) and those that
 #: hold a widget besides a quiz (ipywidgets 7 on Colab, 8 here). Their first cell, where Colab's
-#: install happens, is the same generated cell in every notebook (tests/test_course.py); every
-#: notebook runs on Colab's torch and packages in `make compat`'s own Colab emulation.
+#: install happens, is the same generated cell in every notebook
+#: (tests/tooling/test_course.py); every notebook runs on Colab's torch and packages in `make
+#: compat`'s own Colab emulation.
 ON_COLAB_HERE = ("00_", "03_", "05_", "06b_")
 #: Where the Colab-like environment is kept between runs and clones (XDG's cache folder).
 CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "autograd-notebooks"

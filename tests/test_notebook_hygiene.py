@@ -6,9 +6,9 @@ import re
 import nbformat
 import pytest
 
-from helpers import course
 from helpers.display import text_columns
 from tests.notebook_files import EVERY_EDITION, EVERY_EDITION_IDS, NOTEBOOKS
+from tooling import course
 
 MAX_BYTES = 600_000
 IGNORE = "# NBVAL_IGNORE_OUTPUT"
@@ -174,7 +174,7 @@ def test_skeleton_title_badges_setup(nb):
     assert first.cell_type == "markdown" and re.match(r"# \S", first.source)
     tags = [c.metadata.get("tags", []) for c in notebook.cells[:3]]
     assert course.BADGE_TAG in tags[1] and course.SETUP_TAG in tags[2]
-    assert not course.sync_notebook(path, write=False), "run `python -m helpers.course sync`"
+    assert not course.sync_notebook(path, write=False), "run `python -m tooling.course sync`"
 
 
 def test_no_printed_object_addresses(nb):

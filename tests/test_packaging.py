@@ -6,7 +6,7 @@ from pathlib import Path
 import tomllib
 import yaml
 
-from helpers import course
+from tooling import course
 
 ROOT = Path(__file__).resolve().parent.parent
 CONDA_TO_PIP = {
@@ -87,7 +87,7 @@ def test_ci_runs_exactly_the_readme_test_command():
 #: Import name -> the distribution that provides it, where the two differ.
 DISTRIBUTION = {"PIL": "pillow", "IPython": "ipython", "yaml": "pyyaml"}
 #: Helper modules that are maintainer tooling (not imported by notebooks): dev extras suffice.
-TOOLING = {"helpers/course.py", "helpers/tooling/editions.py", "helpers/tooling/code_text.py"}
+TOOLING = {"tooling/course.py", "tooling/editions.py", "tooling/code_text.py"}
 
 
 def _requirement_names(requirements):
@@ -138,6 +138,7 @@ def test_the_layout_table_names_every_helpers_module():
     folders = [
         ROOT / "helpers",
         *sorted(p.parent for p in (ROOT / "helpers").glob("*/__init__.py")),
+        ROOT / "tooling",
     ]
     for folder in folders:
         name = folder.relative_to(ROOT).as_posix() + "/"
@@ -169,3 +170,20 @@ def test_the_system_install_says_what_to_run_by_hand_in_english_and_chinese(tmp_
     assert "Could not install: graphviz" in done.stderr
     assert "无法自动安装：graphviz" in done.stderr
     assert "Debian/Ubuntu：sudo apt-get install graphviz" in done.stderr
+
+
+def test_the_learners_package_ships_no_maintainer_tooling():
+    """Colab and Binder install `helpers` alone: nothing in it may import tooling/, and the
+    package list pyproject.toml gives setuptools does not take tooling/ in."""
+    import setuptools
+
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    include = config["tool"]["setuptools"]["packages"]["find"]["include"]
+    shipped = setuptools.find_packages(str(ROOT), include=include)
+    assert "helpers" in shipped and not [p for p in shipped if p.startswith("tooling")], shipped
+    uses = [
+        str(path.relative_to(ROOT))
+        for path in (ROOT / "helpers").rglob("*.py")
+        if re.search(r"^\s*(from|import) tooling\b", path.read_text(encoding="utf-8"), re.M)
+    ]
+    assert not uses, f"these modules of the package import the maintainers' tooling: {uses}"

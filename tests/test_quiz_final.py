@@ -98,10 +98,10 @@ def test_the_repeat_finder_catches_copies():
 
 
 def test_the_course_names_file_is_what_the_notebooks_use():
-    from helpers.course import course_names_text
+    from tooling.course import course_names_text
 
     assert quiz_final.COURSE_NAMES_FILE.read_text(encoding="utf-8") == course_names_text(), (
-        "helpers/text/course_names.txt is stale: run `python -m helpers.course sync`"
+        "helpers/text/course_names.txt is stale: run `python -m tooling.course sync`"
     )
     assert {"backward", "retain_grad", "detach", "register_hook"} <= quiz_final.COURSE_NAMES
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from helpers import course
 from tests.site_modules import load_site_module
+from tooling import course
 
 ROOT = Path(__file__).resolve().parent.parent
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from helpers.course import EDITIONS, HIDE_TAG, NOTEBOOKS, course_notebooks
 from tests.site_modules import load_site_module
+from tooling.course import EDITIONS, HIDE_TAG, NOTEBOOKS, course_notebooks
 
 pytestmark = pytest.mark.browser
 

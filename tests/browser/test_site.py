@@ -30,7 +30,10 @@ from pathlib import Path
 
 import pytest
 
-from helpers.course import (
+from tests.ci import skip_or_fail
+from tests.runners.compat import PIN  # the torch release the committed outputs come from
+from tests.site_modules import load_site_module
+from tooling.course import (
     EDITIONS,
     HIDE_TAG,
     NOTEBOOKS,
@@ -39,9 +42,6 @@ from helpers.course import (
     colab_url,
     course_notebooks,
 )
-from tests.ci import skip_or_fail
-from tests.runners.compat import PIN  # the torch release the committed outputs come from
-from tests.site_modules import load_site_module
 
 pytestmark = pytest.mark.browser
 

@@ -49,7 +49,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from helpers.course import course_notebooks
+from tooling.course import course_notebooks
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = course_notebooks(ROOT / "notebooks")  # 00_ ... 06_, 06b_, 07_ ...

@@ -58,8 +58,8 @@ MODULES: dict[str, list[str]] = {
     "helpers/memory.py": ["tests/test_memory.py"],
     "helpers/quiz.py": ["tests/test_quiz.py"],
     "helpers/language.py": ["tests/test_language.py"],
-    "helpers/tooling/editions.py": ["tests/tooling/test_editions.py"],
-    "helpers/tooling/code_text.py": ["tests/tooling/test_code_text.py"],
+    "tooling/editions.py": ["tests/tooling/test_editions.py"],
+    "tooling/code_text.py": ["tests/tooling/test_code_text.py"],
     "helpers/shapes.py": ["tests/test_shapes.py"],
     "helpers/naming.py": ["tests/test_naming.py"],
     "helpers/interactive/backward_recorder.py": ["tests/interactive/test_backward_recorder.py"],
@@ -135,14 +135,14 @@ LEFT_OUT: dict[str, str] = {
     "helpers/display.py": "HTML and text rendering of tables; every notebook output shows it",
     "helpers/environment.py": "reports the learner's installation; nothing to compute",
     "helpers/quiz_final.py": "notebook 10's questions as data; tests/test_quiz.py runs each one",
-    "helpers/course.py": "maintainer tooling (badges, sync); tests/test_course.py covers it",
+    "tooling/course.py": "maintainer tooling (badges, sync); tests/tooling/test_course.py",
     "helpers/leakage.py": "figure layout of notebook 07's leak; its numbers are asserted there",
     "helpers/interactive/widget_pictures.py": (
         "drawing: HTML panes and SVG snapshots, checked by looking"
     ),
     "helpers/interactive/live.py": "a widget and its picture as one output; tests/test_quiz.py",
     "helpers/interactive/__init__.py": "the subpackage's table of contents; nothing to compute",
-    "helpers/tooling/__init__.py": "the subpackage's table of contents; nothing to compute",
+    "tooling/__init__.py": "the subpackage's table of contents; nothing to compute",
     "helpers/ranks/launch.py": (
         "the launcher (processes, ports, the forkserver): its ranks run in other processes, "
         "where mutmut cannot see them; tests/ranks/test_launch.py and test_split_run.py run it"
@@ -252,13 +252,14 @@ def scratch_path(module: str) -> Path:
 
 
 def scratch_for(module: str) -> Path:
-    """A fresh copy of helpers/, tests/ and pyproject.toml, configured to mutate `module`."""
+    """A fresh copy of helpers/, tooling/, tests/ and pyproject.toml, configured to mutate
+    `module`."""
     scratch = scratch_path(module)
     shutil.rmtree(scratch, ignore_errors=True)
     scratch.mkdir(parents=True)
     ignore = shutil.ignore_patterns("__pycache__", "browser")
-    shutil.copytree(ROOT / "helpers", scratch / "helpers", ignore=ignore)
-    shutil.copytree(ROOT / "tests", scratch / "tests", ignore=ignore)
+    for folder in ("helpers", "tooling", "tests"):
+        shutil.copytree(ROOT / folder, scratch / folder, ignore=ignore)
     config = (ROOT / "pyproject.toml").read_text()
     tests = ", ".join(f'"{t}"' for t in MODULES[module])
     config += (
@@ -278,7 +279,8 @@ def scratch_for(module: str) -> Path:
 
 
 def _subpackage(module: str) -> list[str]:
-    """The folder of a module inside a subpackage of helpers/ (none for a top-level module)."""
+    """The folder of a module inside a subpackage of helpers/, or tooling/ (none for a top-level
+    module of helpers/)."""
     folder = Path(module).parent.as_posix()
     return [] if folder == "helpers" else [folder]
 

@@ -51,7 +51,7 @@ KERNEL_SETS = [
     ("-default", "on plain kernels", {"ATEN_CPU_CAPABILITY": "default"}),
 ]
 #: What ruff checks (the Makefile's `lint` names the same).
-LINTED = ["helpers", "tests", "notebooks", "site", "conftest.py"]
+LINTED = ["helpers", "tooling", "tests", "notebooks", "site", "conftest.py"]
 
 
 @dataclass(frozen=True)
@@ -74,7 +74,7 @@ LINT = Step("lint", "one lint configuration", [PYTHON, "-m", "ruff", "check", *L
 
 
 def _notebooks(folder: str = "notebooks") -> list[str]:
-    from helpers.course import course_notebooks
+    from tooling.course import course_notebooks
 
     return [str(p.relative_to(ROOT)) for p in course_notebooks(ROOT / folder)]
 
@@ -149,7 +149,7 @@ def test_steps() -> list[Step]:
 def find_notebook(name: str) -> Path:
     """The English notebook `name` means: "07b", "07b_pipeline_and_data_parallel", or a path to
     it or to its twin. Exits with the names to choose from when none or several match."""
-    from helpers.course import course_notebooks
+    from tooling.course import course_notebooks
 
     stem = Path(name).name.removesuffix(".ipynb")
     notebooks = course_notebooks(ROOT / "notebooks")

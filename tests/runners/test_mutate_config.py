@@ -7,8 +7,11 @@ from tests.runners import mutate
 
 
 def test_every_helper_module_is_measured_or_left_out_with_a_reason():
-    helpers = mutate.ROOT / "helpers"
-    modules = {p.relative_to(mutate.ROOT).as_posix() for p in helpers.rglob("*.py")}
+    modules = {
+        p.relative_to(mutate.ROOT).as_posix()
+        for folder in ("helpers", "tooling")
+        for p in (mutate.ROOT / folder).rglob("*.py")
+    }
     modules.discard("helpers/exercises/__init__.py")
     unlisted = modules - set(mutate.MODULES) - set(mutate.LEFT_OUT)
     where = "MODULES or LEFT_OUT in tests/runners/mutate.py"

@@ -1,8 +1,8 @@
-"""helpers.tooling.code_text: the words inside code that a twin may translate, and nothing else."""
+"""tooling.code_text: the words inside code that a twin may translate, and nothing else."""
 
 import pytest
 
-from helpers.tooling.code_text import apply, same_code, same_kind, texts, untranslated
+from tooling.code_text import apply, same_code, same_kind, texts, untranslated
 
 CELL = """\
 # NBVAL_IGNORE_OUTPUT: timings differ

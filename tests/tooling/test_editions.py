@@ -1,4 +1,4 @@
-"""helpers.tooling.editions: the Chinese twins stay in step with the English notebooks."""
+"""tooling.editions: the Chinese twins stay in step with the English notebooks."""
 
 import json
 import re
@@ -6,10 +6,9 @@ import re
 import nbformat
 import pytest
 
-from helpers import course
-from helpers.tooling import editions
-from helpers.tooling.editions import build_twin, english_hash, problems, todo, translate, twin_path
 from tests.notebook_files import NOTEBOOKS
+from tooling import course, editions
+from tooling.editions import build_twin, english_hash, problems, todo, translate, twin_path
 
 
 def test_every_english_notebook_has_a_twin_in_step():
@@ -493,7 +492,7 @@ def test_the_command_line_checks_the_notebooks_it_is_given_and_says_what_is_wron
     assert "叶子节点" in capsys.readouterr().out  # the translation to revise, readable
     for wrong in ([], ["nope"], ["english"], ["todo"]):
         assert editions.main(wrong) == 2
-        assert "python -m helpers.tooling.editions check" in capsys.readouterr().out
+        assert "python -m tooling.editions check" in capsys.readouterr().out
 
 
 def test_the_committed_twins_carry_marks_this_module_recognises():
@@ -597,7 +596,7 @@ def test_words_no_cell_says_any_more_leave_the_twin(folder):
 
 
 def test_translate_refuses_words_only_the_setup_cell_says(folder):
-    from helpers.tooling import code_text
+    from tooling import code_text
 
     said = [t.text for t in code_text.texts(course.setup_cell_source("en"))]
     comment = next(t for t in said if t.startswith("#"))

@@ -1,10 +1,10 @@
-"""helpers.course: the generated cells and addresses."""
+"""tooling.course: the generated cells and addresses."""
 
 import re
 
 import pytest
 
-from helpers import course
+from tooling import course
 
 
 def _as_python(cell: str) -> str:
@@ -303,7 +303,7 @@ def test_course_notebooks_take_an_optional_letter_and_keep_course_order(tmp_path
 
 
 def test_the_chinese_readme_titles_its_course_table_by_the_notebooks_own_titles():
-    assert course.sync_readme(write=False) == [], "run `python -m helpers.course sync`"
+    assert course.sync_readme(write=False) == [], "run `python -m tooling.course sync`"
     zh = course.NOTEBOOKS / "zh"
     row = "| [05 旧的标题](notebooks/zh/05_freeing_the_graph.ipynb) | 内容 |"
     title = course.notebook_title(zh / "05_freeing_the_graph.ipynb")
