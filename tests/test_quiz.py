@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from helpers import quiz as quiz_module
-from helpers.exercises.check_yourself import check_order, check_question, engine_order
+from helpers.exercises.nb10 import check_order, check_question, engine_order
 from helpers.interactive.live import VIEW_MIME
 from helpers.quiz import (
     ALL_TOPICS,

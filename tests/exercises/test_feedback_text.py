@@ -10,58 +10,58 @@ from tests.text_edits import edit_feedback
 
 
 def _backward():
-    from helpers.exercises.backward import check_mean_gradient
+    from helpers.exercises.nb02 import check_mean_gradient
 
     return check_mean_gradient(...).messages
 
 
 def _compiled():
-    from tests.exercises.test_compiled import said
+    from tests.exercises.test_nb09c import said
 
     return said(...)[1]
 
 
 def _detach_clone():
-    from helpers.exercises.detach_clone import check_snapshot
-    from tests.exercises.test_detach_clone import placeholder
+    from helpers.exercises.nb03 import check_snapshot
+    from tests.exercises.test_nb03 import placeholder
 
     return check_snapshot(placeholder).messages
 
 
 def _engines():
-    from tests.exercises.test_engines import messages
+    from tests.exercises.test_nb07b import messages
 
     return messages(...)[1]
 
 
 def _freeing():
-    from tests.exercises.test_freeing import one
+    from tests.exercises.test_nb05 import one
 
     return one(lambda loss, z: (loss + z).backward(retain_graph=True)).messages
 
 
 def _grad_modes():
-    from helpers.exercises.grad_modes import check_real_leaf
+    from helpers.exercises.nb08 import check_real_leaf
 
     return check_real_leaf(lambda v: None).messages
 
 
 def _higher_order():
-    from helpers.exercises.higher_order import check_hvp
+    from helpers.exercises.nb09 import check_hvp
 
     return check_hvp(lambda f, x, v: "Hv").messages
 
 
 def _hooks():
-    from helpers.exercises.hooks import check_retain_grad
-    from tests.exercises.test_hooks import graph
+    from helpers.exercises.nb04 import check_retain_grad
+    from tests.exercises.test_nb04 import graph
 
     W, x, _ = graph()
     return check_retain_grad(..., W, x).messages
 
 
 def _leaf_nodes():
-    from helpers.exercises.leaf_nodes import check_kinds
+    from helpers.exercises.nb01 import check_kinds
 
     tensors = {"p": nn.Parameter(torch.ones(2)), "q": torch.zeros(2)}
     right = repr(check_kinds({"p": "leaf, requires grad", "q": "leaf, no grad"}, **tensors))
@@ -69,82 +69,82 @@ def _leaf_nodes():
 
 
 def _leakage():
-    from helpers.exercises.leakage import check_clip
+    from helpers.exercises.nb07 import check_clip
 
     return check_clip(3).messages
 
 
 def _precision():
-    from tests.exercises.test_precision import MISTAKES, said
+    from tests.exercises.test_nb09b import MISTAKES, said
 
     return said(MISTAKES["no_clip"])[1]
 
 
 def _split_backward():
-    from tests.exercises.test_split_backward import handoff, right2
+    from tests.exercises.test_nb06 import handoff, right2
 
     return handoff(right2).messages
 
 
 #: (text file, its [feedback] strings edited, what the checker then says, what it must say)
 CASES = {
-    "backward": (
+    "nb02": (
         "02_backward_and_optimizers",
         {"gradient_unfilled": "y has {n} elements: gradient is still `...`"},
         _backward,
         ["y has 4 elements: gradient is still `...`"],
     ),
-    "compiled": ("09c_torch_compile_and_autograd", {"unfilled": "EDITED"}, _compiled, "EDITED"),
-    "detach_clone": (
+    "nb09c": ("09c_torch_compile_and_autograd", {"unfilled": "EDITED"}, _compiled, "EDITED"),
+    "nb03": (
         "03_detach_and_clone",
         {"returns_placeholder": "build it from {source}: {name} still returns `...`"},
         _detach_clone,
         ["build it from w: take_snapshot(w) still returns `...`"],
     ),
-    "engines": ("07b_pipeline_and_data_parallel", {"unfilled": "EDITED"}, _engines, "EDITED"),
-    "freeing": (
+    "nb07b": ("07b_pipeline_and_data_parallel", {"unfilled": "EDITED"}, _engines, "EDITED"),
+    "nb05": (
         "05_freeing_the_graph",
         {"graph_retained": "kept {held} bytes"},
         _freeing,
         ["kept 148 bytes"],
     ),
-    "grad_modes": (
+    "nb08": (
         "08_grad_modes_and_why_nothing_learns",
         {"returned_none": "{call} -> None?"},
         _grad_modes,
         ["make_weight(values) -> None?"],
     ),
-    "higher_order": (
+    "nb09": (
         "09_past_first_order",
         {"hvp_not_a_tensor": "{type}? no"},
         _higher_order,
         ["str? no"],
     ),
-    "hooks": (
+    "nb04": (
         "04_retain_grad_and_hooks",
         {"still_placeholder": "replace the `...` of {name}"},
         _hooks,
         ["replace the `...` of hidden"],
     ),
-    "leaf_nodes": (
+    "nb01": (
         "01_leaf_nodes",
         {"kinds_success": "{count} of {count} right.", "unfilled": "still to predict: {names}"},
         _leaf_nodes,
         ("✅ 2 of 2 right.", "still to predict: p, q"),
     ),
-    "leakage": (
+    "nb07": (
         "07_split_across_processes",
         {"clip_not_function": "no function: {type}"},
         _leakage,
         ["no function: int"],
     ),
-    "precision": (
+    "nb09b": (
         "09b_mixed_precision_and_module_hooks",
         {"no_clip": "EDITED"},
         _precision,
         "EDITED",
     ),
-    "split_backward": (
+    "nb06": (
         "06_split_backward_three_models",
         {"grads_missing": "model {k}, nothing: {how}", "how_stage1": "run f1.backward"},
         _split_backward,
@@ -166,5 +166,5 @@ def test_every_checker_module_has_its_case():
     import helpers.exercises
 
     modules = {p.stem for p in Path(helpers.exercises.__file__).parent.glob("*.py")}
-    # check_yourself: its text file is 10_check_yourself.toml, tested with the quiz (test_quiz.py)
-    assert modules - {"__init__", "check_yourself"} == set(CASES)
+    # nb10: its text file is 10_check_yourself.toml, tested with the quiz (test_quiz.py)
+    assert modules - {"__init__", "nb10"} == set(CASES)

@@ -105,7 +105,7 @@ MODULES: dict[str, list[str]] = {
         for path in sorted((ROOT / "helpers" / "exercises").glob("*.py"))
         if path.stem not in {"__init__", "check_yourself"}
     },
-    "helpers/exercises/check_yourself.py": ["tests/test_quiz.py"],
+    "helpers/exercises/nb10.py": ["tests/test_quiz.py"],
     "helpers/rerun.py": ["tests/test_rerun.py"],
 }
 
@@ -117,9 +117,9 @@ FORKSERVER = {
     "helpers/ranks/pipeline_ranks.py",
     "helpers/ranks/data_parallel_ranks.py",
     "helpers/compiled_graphs.py",
-    "helpers/exercises/compiled.py",
+    "helpers/exercises/nb09c.py",
     "helpers/precision.py",
-    "helpers/exercises/precision.py",
+    "helpers/exercises/nb09b.py",
     # the doctor's parts: their tests run a GradScaler step
     "helpers/doctor/checkup.py",
     "helpers/doctor/record.py",

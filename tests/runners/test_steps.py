@@ -134,7 +134,7 @@ def test_the_one_notebook_check_proves_that_notebook_in_both_editions():
     for name in ("rerun", "browser", "notebook runs"):
         assert by_name[name].env == {"COURSE_NOTEBOOK": "07b_"}  # not 07_: that is another
     units = by_name["its helpers"].command
-    assert "tests/ranks/test_launch.py" in units and "tests/exercises/test_engines.py" in units
+    assert "tests/ranks/test_launch.py" in units and "tests/exercises/test_nb07b.py" in units
     assert "tests/interactive/test_widgets.py" not in units  # 07b shows no explorer
 
 

@@ -1,10 +1,10 @@
-"""helpers.exercises.backward: notebook 02's checkers accept right answers, explain wrong ones."""
+"""helpers.exercises.nb02: notebook 02's checkers accept right answers, explain wrong ones."""
 
 import pytest
 import torch
 
 from helpers.checks import CheckResult
-from helpers.exercises.backward import MEAN_W, SGD_LR, check_mean_gradient, check_sgd_step
+from helpers.exercises.nb02 import MEAN_W, SGD_LR, check_mean_gradient, check_sgd_step
 
 # ---- check_sgd_step -------------------------------------------------------------------------
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from helpers.exercises.compiled import cases, check_one_graph, normalised_loss
+from helpers.exercises.nb09c import cases, check_one_graph, normalised_loss
 
 
 def clamped(x, w):
@@ -121,12 +121,13 @@ def test_a_function_dynamo_will_not_compile_is_not_one_graph():
 
 
 def test_an_error_while_counting_graphs_is_reported(monkeypatch):
-    from helpers.exercises import compiled
 
     def broken(*args):
         raise RuntimeError("dynamo fell over")
 
-    monkeypatch.setattr(compiled, "compile_report", broken)
+    from helpers.exercises import nb09c
+
+    monkeypatch.setattr(nb09c, "compile_report", broken)
     assert said(clamped)[1] == "one_graph(x, w) raised RuntimeError: dynamo fell over"
 
     def silent(x, w):

@@ -1,10 +1,10 @@
-"""helpers.exercises.leaf_nodes: right answers pass, typical wrong ones get a specific message."""
+"""helpers.exercises.nb01: right answers pass, typical wrong ones get a specific message."""
 
 import pytest
 import torch
 from torch import nn
 
-from helpers.exercises.leaf_nodes import (
+from helpers.exercises.nb01 import (
     KINDS,
     check_frozen_conv,
     check_kinds,

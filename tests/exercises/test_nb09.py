@@ -9,7 +9,7 @@ from torch import nn
 from torch.func import hessian as imported_hessian  # bound before a checker can watch it
 from torch.utils.checkpoint import checkpoint
 
-from helpers.exercises.higher_order import check_checkpointed, check_hvp, check_softsign
+from helpers.exercises.nb09 import check_checkpointed, check_hvp, check_softsign
 from tests.exercises.common import text
 
 # check_hvp
@@ -158,7 +158,7 @@ def test_hvp_returning_or_building_the_hessian():
         "n-dimensional x costs n backward passes and n² numbers. Two grad calls give H v at the "
         "cost of about one more backward pass"
     ]
-    assert torch.func.jacrev.__module__ != "helpers.exercises.higher_order"  # put back
+    assert torch.func.jacrev.__module__ != "helpers.exercises.nb09"  # put back
 
 
 @contextlib.contextmanager

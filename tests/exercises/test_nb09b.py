@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from helpers.exercises.precision import (
+from helpers.exercises.nb09b import (
     MISTAKES,
     amp_batches,
     check_amp_step,

@@ -7,7 +7,7 @@ import pytest
 import torch
 import torch.distributed as dist
 
-from helpers.exercises.engines import (
+from helpers.exercises.nb07b import (
     average_hook_rank,
     check_average_hook,
     check_input_then_weights,

@@ -1,11 +1,11 @@
-"""helpers.exercises.hooks: right answers pass, typical wrong answers get the specific hint."""
+"""helpers.exercises.nb04: right answers pass, typical wrong answers get the specific hint."""
 
 import warnings
 
 import pytest
 import torch
 
-from helpers.exercises.hooks import (
+from helpers.exercises.nb04 import (
     EXERCISE_W,
     EXERCISE_X,
     check_autograd_grad,

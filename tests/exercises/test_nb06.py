@@ -5,7 +5,7 @@ import torch
 from torch import nn
 
 from helpers.checks import clean_message
-from helpers.exercises.split_backward import (
+from helpers.exercises.nb06 import (
     check_handoff,
     check_one_optimizer,
     check_token_loss,

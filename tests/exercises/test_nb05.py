@@ -4,7 +4,7 @@ import pytest
 import torch
 from torch import nn
 
-from helpers.exercises.freeing import check_kept_alive, check_one_backward
+from helpers.exercises.nb05 import check_kept_alive, check_one_backward
 from tests.exercises.common import text
 from tests.torch_threads import one_thread  # noqa: F401 (autouse fixture)
 

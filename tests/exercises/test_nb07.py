@@ -6,7 +6,7 @@ import re
 import pytest
 import torch
 
-from helpers.exercises.leakage import CASES, check_clip, clip_reference
+from helpers.exercises.nb07 import CASES, check_clip, clip_reference
 from tests.exercises.common import text
 
 

@@ -1,4 +1,4 @@
-"""helpers.exercises.detach_clone: right answers pass, typical wrong answers get a specific hint."""
+"""helpers.exercises.nb03: right answers pass, typical wrong answers get a specific hint."""
 
 import warnings
 
@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from helpers.checks import CheckResult
-from helpers.exercises.detach_clone import check_cut, check_sgd_update, check_snapshot
+from helpers.exercises.nb03 import check_cut, check_sgd_update, check_snapshot
 
 
 def placeholder(*_):

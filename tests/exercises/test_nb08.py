@@ -1,4 +1,4 @@
-"""helpers.exercises.grad_modes: right answers pass, typical wrong answers get a specific hint."""
+"""helpers.exercises.nb08: right answers pass, typical wrong answers get a specific hint."""
 
 import warnings
 
@@ -7,7 +7,7 @@ import torch
 from torch import nn
 
 from helpers.checks import CheckResult
-from helpers.exercises.grad_modes import check_freeze_middle, check_real_leaf, check_train
+from helpers.exercises.nb08 import check_freeze_middle, check_real_leaf, check_train
 
 
 def only_hint(result: CheckResult, fragment: str) -> None:
