@@ -276,8 +276,9 @@ def untranslated(code: str) -> list[str]:
 
 
 #: Strings of a text table that are not prose: a quiz's program and answer, a learner question's
-#: thread, notebook and verdict stay as English has them.
-NOT_TRANSLATED = {"topic", "code", "answer", "probe", "source_title", "source_url", "see", "doctor"}
+#: thread address, notebook and verdict stay as English has them. (A question's `source_title` is
+#: translated: the thread's own title, followed by a gloss in the translation's language.)
+NOT_TRANSLATED = {"topic", "code", "answer", "probe", "source_url", "see", "doctor"}
 #: Of those, the programs a translation may still give: the same program, its comments translated.
 PROGRAMS = {"code"}
 

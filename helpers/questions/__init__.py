@@ -50,8 +50,8 @@ TOPICS = (
 
 @dataclass(frozen=True)
 class LearnerQuestion:
-    """One question of the collection, in the current language (the thread's title stays as
-    the thread has it)."""
+    """One question of the collection, in the current language (the thread's title as the thread
+    has it, which a translation follows with a gloss in its own language)."""
 
     id: str
     topic: str

@@ -148,3 +148,12 @@ def test_two_close_ids_are_both_named():
     assert "did you mean 'nonleaf-grad-none', 'zero-grad-sets-none'?" in str(caught.value)
     with pytest.raises(TypeError, match="not int"):
         ask(3)
+
+
+def test_each_chinese_source_title_is_the_thread_s_title_with_a_chinese_gloss():
+    cjk = re.compile(r"[\u4e00-\u9fff]")
+    for key, q in learner_questions("zh").items():
+        english = EN[key].source_title
+        assert q.source_title.startswith(english + "（"), f"{key}: not the thread's own title first"
+        gloss = q.source_title[len(english) + 1 :]
+        assert gloss.endswith("）") and cjk.search(gloss), f"{key}: no Chinese gloss in （）"
