@@ -157,3 +157,26 @@ def test_each_chinese_source_title_is_the_thread_s_title_with_a_chinese_gloss():
         assert q.source_title.startswith(english + "（"), f"{key}: not the thread's own title first"
         gloss = q.source_title[len(english) + 1 :]
         assert gloss.endswith("）") and cjk.search(gloss), f"{key}: no Chinese gloss in （）"
+
+
+def test_a_question_cites_a_chinese_thread_asking_the_same_beside_the_english_one():
+    cjk = re.compile(r"[\u4e00-\u9fff]")
+    zh = learner_questions("zh")
+    cited = {key: q.local_threads for key, q in zh.items() if q.local_threads}
+    assert len(cited) >= 8, "at least eight questions cite a Chinese-language thread"
+    assert not any(q.local_threads for q in EN.values()), "English cites its one thread"
+    urls = [url for threads in cited.values() for _, url in threads]
+    assert len(set(urls)) == len(urls), "one thread, one question"
+    for key, threads in cited.items():
+        for title, url in threads:
+            assert cjk.search(title) and url.startswith("https://"), f"{key}: {title} {url}"
+            assert url != EN[key].source_url and url not in {q.source_url for q in EN.values()}
+        set_language("zh")
+        try:
+            shown = zh[key]._repr_markdown_().split("\n")
+        finally:
+            set_language("en")
+        also = say_in("zh", "10b_questions_learners_ask", "ui.also_asked", threads="")
+        line = next(s for s in shown if s.startswith(also))
+        assert all(f"[{title}]({url})" in line for title, url in threads)
+        assert shown.index(line) == 4, "right after the English thread"
