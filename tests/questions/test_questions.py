@@ -180,3 +180,23 @@ def test_a_question_cites_a_chinese_thread_asking_the_same_beside_the_english_on
         line = next(s for s in shown if s.startswith(also))
         assert all(f"[{title}]({url})" in line for title, url in threads)
         assert shown.index(line) == 4, "right after the English thread"
+
+
+CODE_SPAN = re.compile(r"`[^`]*`")
+#: Code written as prose: a call `f()`, a dotted name `x.grad`, a keyword argument `a=b`.
+BARE_CODE = re.compile(r"\b[A-Za-z_]\w*\([^)]*\)|\b[a-z_]\w*\.[a-z_]\w*|\b\w+=\w")
+SENTENCE_END = re.compile(r"[.?!](?=\s|$)|[。？！]")
+
+
+@pytest.mark.parametrize("code", ["en", "zh"])
+def test_a_long_answer_is_short_paragraphs_with_its_code_in_code_spans(code):
+    for key, q in learner_questions(code).items():
+        paragraphs = q.explanation.split("\n\n")
+        assert all(p.strip() == p and p and "\n" not in p for p in paragraphs), key
+        if len(EN[key].explanation) > 150:
+            assert len(paragraphs) >= 2, f"{key} ({code}): one paragraph of a long answer"
+        for paragraph in paragraphs:
+            prose = CODE_SPAN.sub("", paragraph)
+            assert len(SENTENCE_END.findall(prose)) <= 4, f"{key} ({code}): {paragraph}"
+            assert not BARE_CODE.search(prose), f"{key} ({code}): code outside a code span"
+    assert len(EN["backward-twice"].explanation.split("\n\n")) == 2  # the collection's first
