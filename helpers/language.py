@@ -122,6 +122,9 @@ def translated_table(name: str, dotted: str, code: str | None = None) -> dict[st
         return english
     merged = dict(english)
     for key, value in overlay.items():
+        if key in ADDED_IN_TRANSLATION:
+            merged[key] = value
+            continue
         if key == TRANSLATION_MARK or key not in english:
             continue
         if isinstance(value, str) and isinstance(english[key], str):
@@ -246,7 +249,9 @@ def translation_problems(code: str) -> list[str]:
             for key, value in table_.items():
                 if key == TRANSLATION_MARK:
                     continue
-                if key not in english:
+                if key in ADDED_IN_TRANSLATION:
+                    problems += [f"{where}: {key!r} {p}" for p in _thread_problems(value)]
+                elif key not in english:
                     problems.append(f"{where}: English has no string {key!r}")
                 elif key in PROGRAMS and not same_program(value, english[key]):
                     problems.append(
@@ -263,6 +268,22 @@ def translation_problems(code: str) -> list[str]:
     return problems
 
 
+def _thread_problems(threads: Any) -> list[str]:
+    """What is wrong with a list of threads a translation adds: each a table with a title and an
+    https address, and nothing else."""
+    if not isinstance(threads, list) or not threads:
+        return ["is not a list of threads"]
+    found = []
+    for thread in threads:
+        if not isinstance(thread, dict) or set(thread) != {"title", "url"}:
+            found.append(f"has an entry that is not {{title, url}}: {thread!r}")
+        elif not (isinstance(thread["title"], str) and thread["title"].strip()):
+            found.append(f"has a thread without a title: {thread!r}")
+        elif not (isinstance(thread["url"], str) and thread["url"].startswith("https://")):
+            found.append(f"has a thread whose url is not https: {thread!r}")
+    return found
+
+
 def untranslated(code: str) -> list[str]:
     """The English tables language `code` does not translate yet (a file or a table missing)."""
     missing = []
@@ -276,10 +297,14 @@ def untranslated(code: str) -> list[str]:
 
 
 #: Strings of a text table that are not prose: a quiz's program and answer, a learner question's
-#: thread, notebook and verdict stay as English has them.
-NOT_TRANSLATED = {"topic", "code", "answer", "probe", "source_title", "source_url", "see", "doctor"}
+#: thread address, notebook and verdict stay as English has them. (A question's `source_title` is
+#: translated: the thread's own title, followed by a gloss in the translation's language.)
+NOT_TRANSLATED = {"topic", "code", "answer", "probe", "source_url", "see", "doctor"}
 #: Of those, the programs a translation may still give: the same program, its comments translated.
 PROGRAMS = {"code"}
+#: What a translation may add that English has no counterpart for: a learner question's threads
+#: in the translation's language, a list of tables {title, url}, cited beside the English thread.
+ADDED_IN_TRANSLATION = {"local_threads"}
 
 
 def same_program(ours: Any, english: Any) -> bool:

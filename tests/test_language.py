@@ -283,7 +283,7 @@ def test_the_skeleton_of_a_learner_question_asks_only_for_its_prose(text_root):
     tables = tomllib.loads(language.skeleton("zh", "10b_questions_learners_ask"))
     asked = translated_table("10b_questions_learners_ask", "question.plain-list-layers")
     assert {"topic", "source_title", "source_url", "see", "doctor"} <= set(asked)
-    prose = {"en", "short", "question", "explanation"}
+    prose = {"en", "short", "question", "explanation", "source_title"}  # the title is glossed
     assert set(tables["question"]["plain-list-layers"]) == prose
 
 
@@ -347,3 +347,25 @@ def test_a_quiz_program_may_say_its_comments_in_chinese_and_nothing_else():
         set_language("en")
     assert "# 切口" in shown.code and "# the cut" in q.code
     assert same_program(shown.code, q.code)
+
+
+def test_a_translation_may_add_threads_in_its_language_and_a_malformed_list_is_named(text_root):
+    name, key = "10b_questions_learners_ask", "question.plain-list-layers"
+    mark = english_hash(translated_table(name, key))
+    thread = '{ title = "为什么用 list 存放的层不训练", url = "https://github.com/a/b/issues/1" }'
+    write_zh(text_root, name, f'[{key}]\nen = "{mark}"\nlocal_threads = [{thread}]\n')
+    assert translation_problems("zh") == []
+    assert translated_table(name, key, "zh")["local_threads"] == [
+        {"title": "为什么用 list 存放的层不训练", "url": "https://github.com/a/b/issues/1"}
+    ]
+    assert "local_threads" not in translated_table(name, key, "en")
+    bad = '[{ title = "", url = "https://x.org" }, { title = "t", url = "http://x.org" }, "t"]'
+    write_zh(text_root, name, f'[{key}]\nen = "{mark}"\nlocal_threads = {bad}\n')
+    problems = "\n".join(translation_problems("zh"))
+    assert "'local_threads' has a thread without a title" in problems
+    assert "'local_threads' has a thread whose url is not https" in problems
+    assert "'local_threads' has an entry that is not {title, url}: 't'" in problems
+    write_zh(text_root, name, f'[{key}]\nen = "{mark}"\nlocal_threads = "t"\n')
+    assert translation_problems("zh") == [
+        f"zh/{name}.toml [{key}]: 'local_threads' is not a list of threads"
+    ]

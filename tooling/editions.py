@@ -70,6 +70,7 @@ _TITLE_LINE = re.compile(r"\A# @title .*\n?")
 _CJK = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
 _NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?:e[-+]?\d+)?")
 _MARKDOWN_LINK = re.compile(r"\]\(([^)\s]+)\)")
+_WHOLE_LINK = re.compile(r"\[([^\[\]]*)\]\(([^)\s]+)\)")
 IMAGES = ("image/png", "image/svg+xml", "image/jpeg")
 IGNORE_OUTPUT = "# NBVAL_IGNORE_OUTPUT"
 
@@ -283,6 +284,13 @@ def _svg_text(svg: str) -> str:
     return "\n".join(html.unescape(t) for t in re.findall(r">([^<>]+)<", _EMBEDDED.sub("", svg)))
 
 
+def _cited_here_only(text: str, english: str) -> str:
+    """`text` without the Markdown links whose address the English output does not have: a
+    thread in the twin's language that it cites beside the English one, whose title and address
+    are not numbers the English shows."""
+    return _WHOLE_LINK.sub(lambda m: m.group(0) if m.group(2) in english else "", text)
+
+
 def _numbers(text: str) -> Counter[str]:
     return Counter(_NUMBER.findall(text))
 
@@ -334,8 +342,8 @@ def _compare_outputs(where: str, english: list, twin: list) -> list[str]:
                 continue
             if not _CJK.search(text):
                 found.append(f"{here}: {mime} differs from the English, and not by a translation")
-            elif _numbers(text) != _numbers(theirs):
-                ours, english_numbers = _numbers(text), _numbers(theirs)
+            elif _numbers(_cited_here_only(text, theirs)) != _numbers(theirs):
+                ours, english_numbers = _numbers(_cited_here_only(text, theirs)), _numbers(theirs)
                 diff = sorted((ours - english_numbers) + (english_numbers - ours))
                 found.append(
                     f"{here}: {mime} shows other numbers than the English ({', '.join(diff)})"

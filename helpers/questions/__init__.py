@@ -6,8 +6,10 @@
 The questions are data, in `helpers/text/en/10b_questions_learners_ask.toml` (and its
 translations): the question, a short title, the answer, the thread's title and address, the
 course notebook that teaches the topic in depth (`see`) and, for a bug that one checked step
-shows, the doctor's verdict on it (`doctor`). The cell of 10b that calls `ask(id)` runs the
-behaviour and asserts what the answer says (tests/test_questions.py holds every question to it).
+shows, the doctor's verdict on it (`doctor`). A translation glosses the thread's title and may
+cite threads in its own language that ask the same (`local_threads`). The cell of 10b that calls
+`ask(id)` runs the behaviour and asserts what the answer says (tests/test_questions.py holds every
+question to it).
 """
 
 from __future__ import annotations
@@ -50,8 +52,8 @@ TOPICS = (
 
 @dataclass(frozen=True)
 class LearnerQuestion:
-    """One question of the collection, in the current language (the thread's title stays as
-    the thread has it)."""
+    """One question of the collection, in the current language (the thread's title as the thread
+    has it, which a translation follows with a gloss in its own language)."""
 
     id: str
     topic: str
@@ -62,10 +64,16 @@ class LearnerQuestion:
     source_url: str
     see: str | None = None
     doctor: str | None = None
+    #: Threads in the learner's language that ask the same, as (title, url): a translation's own.
+    local_threads: tuple[tuple[str, str], ...] = ()
 
     def _repr_markdown_(self) -> str:
         lines = [f"**{self.short}** · {self.question}", ""]
         lines.append(say(TEXT, "ui.asked_in", title=self.source_title, url=self.source_url))
+        if self.local_threads:
+            links = [f"[{title}]({url})" for title, url in self.local_threads]
+            threads = say(TEXT, "ui.thread_separator").join(links)
+            lines += ["", say(TEXT, "ui.also_asked", threads=threads)]
         lines += ["", say(TEXT, "ui.reply", explanation=self.explanation)]
         if self.doctor:
             verdict = say("common", f"doctor.verdict_{self.doctor}")
@@ -98,6 +106,7 @@ def learner_questions(code: str | None = None) -> dict[str, LearnerQuestion]:
             source_url=entry["source_url"],
             see=entry.get("see"),
             doctor=entry.get("doctor"),
+            local_threads=tuple((t["title"], t["url"]) for t in entry.get("local_threads", ())),
         )
     return found
 

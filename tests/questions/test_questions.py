@@ -148,3 +148,55 @@ def test_two_close_ids_are_both_named():
     assert "did you mean 'nonleaf-grad-none', 'zero-grad-sets-none'?" in str(caught.value)
     with pytest.raises(TypeError, match="not int"):
         ask(3)
+
+
+def test_each_chinese_source_title_is_the_thread_s_title_with_a_chinese_gloss():
+    cjk = re.compile(r"[\u4e00-\u9fff]")
+    for key, q in learner_questions("zh").items():
+        english = EN[key].source_title
+        assert q.source_title.startswith(english + "（"), f"{key}: not the thread's own title first"
+        gloss = q.source_title[len(english) + 1 :]
+        assert gloss.endswith("）") and cjk.search(gloss), f"{key}: no Chinese gloss in （）"
+
+
+def test_a_question_cites_a_chinese_thread_asking_the_same_beside_the_english_one():
+    cjk = re.compile(r"[\u4e00-\u9fff]")
+    zh = learner_questions("zh")
+    cited = {key: q.local_threads for key, q in zh.items() if q.local_threads}
+    assert len(cited) >= 8, "at least eight questions cite a Chinese-language thread"
+    assert not any(q.local_threads for q in EN.values()), "English cites its one thread"
+    urls = [url for threads in cited.values() for _, url in threads]
+    assert len(set(urls)) == len(urls), "one thread, one question"
+    for key, threads in cited.items():
+        for title, url in threads:
+            assert cjk.search(title) and url.startswith("https://"), f"{key}: {title} {url}"
+            assert url != EN[key].source_url and url not in {q.source_url for q in EN.values()}
+        set_language("zh")
+        try:
+            shown = zh[key]._repr_markdown_().split("\n")
+        finally:
+            set_language("en")
+        also = say_in("zh", "10b_questions_learners_ask", "ui.also_asked", threads="")
+        line = next(s for s in shown if s.startswith(also))
+        assert all(f"[{title}]({url})" in line for title, url in threads)
+        assert shown.index(line) == 4, "right after the English thread"
+
+
+CODE_SPAN = re.compile(r"`[^`]*`")
+#: Code written as prose: a call `f()`, a dotted name `x.grad`, a keyword argument `a=b`.
+BARE_CODE = re.compile(r"\b[A-Za-z_]\w*\([^)]*\)|\b[a-z_]\w*\.[a-z_]\w*|\b\w+=\w")
+SENTENCE_END = re.compile(r"[.?!](?=\s|$)|[。？！]")
+
+
+@pytest.mark.parametrize("code", ["en", "zh"])
+def test_a_long_answer_is_short_paragraphs_with_its_code_in_code_spans(code):
+    for key, q in learner_questions(code).items():
+        paragraphs = q.explanation.split("\n\n")
+        assert all(p.strip() == p and p and "\n" not in p for p in paragraphs), key
+        if len(EN[key].explanation) > 150:
+            assert len(paragraphs) >= 2, f"{key} ({code}): one paragraph of a long answer"
+        for paragraph in paragraphs:
+            prose = CODE_SPAN.sub("", paragraph)
+            assert len(SENTENCE_END.findall(prose)) <= 4, f"{key} ({code}): {paragraph}"
+            assert not BARE_CODE.search(prose), f"{key} ({code}): code outside a code span"
+    assert len(EN["backward-twice"].explanation.split("\n\n")) == 2  # the collection's first

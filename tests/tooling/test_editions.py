@@ -116,6 +116,12 @@ def test_outputs_may_differ_only_by_translation_with_the_same_numbers(folder):
     assert with_output("答案是 3\n") == [
         f"{where}: stream shows other numbers than the English (2, 3)"
     ]
+    cited = "答案是 2；中文社区也问过：[第7章的问题](https://github.com/a/b/issues/173)\n"
+    assert with_output(cited) == []  # a link the English lacks: a thread cited in the twin
+    beside = "答案是 3；中文社区也问过：[第2章](https://github.com/a/b/issues/2)\n"
+    assert with_output(beside) == [  # the numbers outside that link are still compared
+        f"{where}: stream shows other numbers than the English (2, 3)"
+    ]
     assert with_output("iVBOR", "image/png") == [f"{where}: of another kind than the English"]
     source = nbformat.read(english(folder), as_version=4)
     source.cells[3].outputs = [
