@@ -68,7 +68,6 @@ __all__ = [
     "post_tensors",
     "run_split",
     "split_graphs",
-    "split_step",
     "token_loss",
     "token_tensors",
 ]
@@ -270,21 +269,6 @@ class SplitResult:
     def script(self) -> str:
         """The calls that ran, one per line."""
         return "\n".join(self.calls)
-
-
-def split_step(
-    models: SplitModels,
-    tokens: torch.Tensor,
-    label: torch.Tensor,
-    optimizers: list[torch.optim.Optimizer] | None = None,
-    *,
-    loss_fn: LossFn | None = None,
-) -> SplitResult:
-    """One training step of the post's split flow; steps each model's optimizer if given.
-
-    `loss_fn(out, label)` replaces the post's loss (e.g. `token_loss` with `TOKEN_TARGET`).
-    """
-    return run_split(models, tokens, label, optimizers, loss_fn=loss_fn)
 
 
 def _check_stages(values: Collection[int], argument: str) -> None:

@@ -42,7 +42,7 @@ from helpers.split import (
     SplitModels,
     build_models,
     make_optimizers,
-    split_step,
+    run_split,
 )
 
 __all__ = [
@@ -120,11 +120,11 @@ def split_rank(
 def reference_run(
     steps: int, seed: int = POST_SEED, lr: float = LR
 ) -> tuple[list[float], SplitModels]:
-    """The same training in one process (`helpers.split.split_step`): losses and final models."""
+    """The same training in one process (`helpers.split.run_split`): losses and final models."""
     models = build_models(seed)
     optimizers = make_optimizers(models, lr)
     tokens, label = torch.tensor(POST_INPUT), torch.tensor(POST_LABEL)
-    losses = [split_step(models, tokens, label, optimizers).loss.item() for _ in range(steps)]
+    losses = [run_split(models, tokens, label, optimizers).loss.item() for _ in range(steps)]
     return losses, models
 
 

@@ -830,7 +830,7 @@ def test_a_healthy_step_counts_what_it_checked():
     assert repr(checkup) == f"{checkup.rows!r}\n\n{summary}"
 
 
-@pytest.mark.parametrize("step", ["split_step", "joint_step"])
+@pytest.mark.parametrize("step", ["run_split", "joint_step"])
 def test_the_courses_own_split_steps_are_healthy(step):
     """06's split step (three optimizers, two hand-offs) and its joint reference, as the helpers
     run them: a clean bill, with every model's parameters learned."""
