@@ -12,8 +12,8 @@ def pytest_collectstart(collector):
 
 
 def pytest_configure(config):
-    """nbval's kernels talk over Unix sockets (tests/kernel_sockets.py says why)."""
+    """nbval's kernels talk over Unix sockets (tests/support/kernel_sockets.py says why)."""
     if config.getoption("nbval", default=False) or config.getoption("nbval_lax", default=False):
-        from tests.kernel_sockets import use_unix_sockets_in_nbval
+        from tests.support.kernel_sockets import use_unix_sockets_in_nbval
 
         use_unix_sockets_in_nbval()

@@ -9,7 +9,7 @@ import re
 import nbformat
 import pytest
 
-from tests.notebook_files import IDS, NOTEBOOKS
+from tests.support.notebook_files import IDS, NOTEBOOKS
 from tooling import course
 
 MAX_CELLS = 90

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.notebook_files import CHOSEN
 from tests.runners import compat
 from tests.runners.compat import PIN
+from tests.support.notebook_files import CHOSEN
 
 pytestmark = pytest.mark.notebooks
 
@@ -79,7 +79,7 @@ def test_every_notebook_installs_what_colab_lacks_and_runs():
     done = subprocess.run(
         [
             str(python),
-            str(ROOT / "tests" / "run_notebooks.py"),
+            str(ROOT / "tests" / "support" / "run_notebooks.py"),
             "--fake-colab",
             *(str(p) for p in colab_notebooks),
             str(CHINESE_TWIN),

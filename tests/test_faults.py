@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 
 from helpers.graph import missing_dot_message
-from tests.ci import skip_or_fail
-from tests.notebook_files import CHOSEN
+from tests.support.ci import skip_or_fail
+from tests.support.notebook_files import CHOSEN
 
 pytestmark = pytest.mark.notebooks
 
 ROOT = Path(__file__).resolve().parent.parent
-RUNNER = ROOT / "tests" / "run_notebooks.py"
+RUNNER = ROOT / "tests" / "support" / "run_notebooks.py"
 VENV_BIN = str(Path(sys.executable).parent)
 
 

@@ -1,5 +1,5 @@
 """The test runs' kernels talk over Unix sockets of their own, so that no TCP connection of a step
-running beside them can take a kernel's port (tests/kernel_sockets.py)."""
+running beside them can take a kernel's port (tests/support/kernel_sockets.py)."""
 
 import json
 from pathlib import Path
@@ -10,7 +10,7 @@ import pytest
 from jupyter_client.manager import KernelManager
 
 import conftest
-from tests import kernel_sockets
+from tests.support import kernel_sockets
 
 ASK = "from ipykernel import get_connection_info; print(get_connection_info())"
 
@@ -71,5 +71,5 @@ def test_conftest_leaves_nbval_alone_when_it_does_not_run(nbval_as_installed):
 
 def test_a_changed_nbval_is_named_rather_than_patched(nbval_as_installed, monkeypatch):
     monkeypatch.setattr(nbval.kernel, "KernelManager", object)
-    with pytest.raises(RuntimeError, match=r"tests/kernel_sockets\.py needs another way"):
+    with pytest.raises(RuntimeError, match=r"tests/support/kernel_sockets\.py needs another way"):
         kernel_sockets.use_unix_sockets_in_nbval()

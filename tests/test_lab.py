@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.local_http import http_status, stop_process_group, wait_for_jupyter
+from tests.support.local_http import http_status, stop_process_group, wait_for_jupyter
 
 ROOT = Path(__file__).resolve().parent.parent
 

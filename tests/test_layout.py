@@ -1,5 +1,5 @@
 """helpers/ reads like the course: grouped by topic, its imports on few floors and without a
-cycle, and no private name crossing from one module into another (tests/layout.py reads the
+cycle, and no private name crossing from one module into another (tests/support/layout.py reads the
 imports, top-level and inside functions alike)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from tests import layout
+from tests.support import layout
 
 
 def test_no_private_name_crosses_from_one_module_into_another():

@@ -12,7 +12,7 @@ from helpers.memory import (
     track_saved,
     unique_bytes,
 )
-from tests.torch_threads import one_thread  # noqa: F401 (autouse fixture)
+from tests.support.torch_threads import one_thread  # noqa: F401 (autouse fixture)
 
 
 def mlp(width: int, depth: int) -> nn.Sequential:

@@ -13,7 +13,7 @@ from pathlib import Path
 import nbformat
 from nbval.plugin import find_comment_markers, find_metadata_tags, get_sanitize_patterns
 
-from tests.notebook_files import NOTEBOOKS
+from tests.support.notebook_files import NOTEBOOKS
 
 CONFIG = Path(__file__).resolve().parent / "nbval_sanitize.cfg"
 #: What nbval never compares (its own list, plus the SVG that conftest.py skips).

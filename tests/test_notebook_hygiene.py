@@ -7,7 +7,7 @@ import nbformat
 import pytest
 
 from helpers.display import text_columns
-from tests.notebook_files import EVERY_EDITION, EVERY_EDITION_IDS, NOTEBOOKS
+from tests.support.notebook_files import EVERY_EDITION, EVERY_EDITION_IDS, NOTEBOOKS
 from tooling import course
 
 MAX_BYTES = 600_000

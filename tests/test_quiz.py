@@ -23,7 +23,7 @@ from helpers.quiz import (
     reveal_html,
     score,
 )
-from tests.text_edits import edit_feedback
+from tests.support.text_edits import edit_feedback
 
 
 @pytest.mark.parametrize("question", QUESTIONS, ids=[f"{q.topic}-{q.prompt}" for q in QUESTIONS])

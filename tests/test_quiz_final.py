@@ -12,7 +12,7 @@ import pytest
 
 from helpers import quiz_final
 from helpers.quiz import QUESTIONS, TOPICS, Question, questions
-from tests.notebook_files import NOTEBOOKS
+from tests.support.notebook_files import NOTEBOOKS
 
 FINAL = questions(*quiz_final.TOPICS)
 OTHERS = [q for q in QUESTIONS if q.topic not in quiz_final.TOPICS]

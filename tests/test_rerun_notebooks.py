@@ -12,12 +12,12 @@ import nbformat
 import pytest
 
 from helpers.language import translated_table
-from tests.notebook_files import CHOSEN, chosen_twins
+from tests.support.notebook_files import CHOSEN, chosen_twins
 
 pytestmark = pytest.mark.rerun
 
 ROOT = Path(__file__).resolve().parent.parent
-RUNNER = ROOT / "tests" / "run_twice.py"
+RUNNER = ROOT / "tests" / "support" / "run_twice.py"
 #: The twins run twice: those whose cells raise the most kinds of re-run error (05 frees graphs,
 #: 02 and 04 accumulate and hook). Every twin runs the same code as its English notebook
 #: (tests/tooling/test_editions.py), whose every cell runs twice here; what a twin adds is the
@@ -58,7 +58,8 @@ def test_a_small_notebook_run_twice(tmp_path):
         "loss = (w * 3).sum()",
         "loss.backward()\nassert w.grad.tolist() == [3.0, 3.0]",
         "undefined_name",  # the learner's own error: IPython's usual traceback
-        # the kernel talks over Unix sockets (tests/kernel_sockets.py); over TCP this cell fails
+        # the kernel talks over Unix sockets (tests/support/kernel_sockets.py); over TCP this cell
+        # fails
         "import json\nfrom ipykernel import get_connection_info\n"
         "assert json.loads(get_connection_info())['transport'] == 'ipc'",
     ]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.site_modules import load_site_module
+from tests.support.site_modules import load_site_module
 from tooling import course
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -47,7 +47,7 @@ from helpers.split import (
     token_loss,
     token_tensors,
 )
-from tests.torch_threads import one_thread  # noqa: F401 (autouse fixture)
+from tests.support.torch_threads import one_thread  # noqa: F401 (autouse fixture)
 
 # The post's printed output (first rows), a citation; compared with a tolerance of 1e-4.
 POST_LOSS = 1.6084858179092407

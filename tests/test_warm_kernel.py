@@ -1,6 +1,6 @@
-"""The kernels the test runs fork from a process that imported torch (tests/warm_kernel.py): each
-is a new process with the caller's folder and environment, shares nothing with the kernel before
-it, and ends with its launcher."""
+"""The kernels the test runs fork from a process that imported torch
+(tests/support/warm_kernel.py): each is a new process with the caller's folder and environment,
+shares nothing with the kernel before it, and ends with its launcher."""
 
 import os
 import time
@@ -11,7 +11,7 @@ from jupyter_client.manager import start_new_kernel
 from nbclient import NotebookClient
 from nbformat.v4 import new_code_cell, new_notebook
 
-from tests import warm_kernel
+from tests.support import warm_kernel
 
 PROBE = (
     "import os, sys\n"

@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.ci import skip_or_fail
-from tests.local_http import stop_process_group, wait_for_jupyter
+from tests.support.ci import skip_or_fail
+from tests.support.local_http import stop_process_group, wait_for_jupyter
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = Path(os.environ.get("AUTOGRAD_CHROMIUM", "/usr/bin/chromium"))
@@ -111,12 +111,14 @@ def lab(tmp_path_factory, chromium_path) -> Lab:
         "--no-browser",
         "--allow-root",
         "--ip=127.0.0.1",
-        "--port=0",  # the system picks a free port as it binds (tests/local_http.py says why)
+        # the system picks a free port as it binds (tests/support/local_http.py says why)
+        "--port=0",
         "--ServerApp.port_retries=0",
         f"--IdentityProvider.token={token}",
         "--LabApp.expose_app_in_browser=True",
         f"--ServerApp.root_dir={served}",
-        # its kernels talk over Unix sockets, as nbval's do (tests/kernel_sockets.py says why);
+        # its kernels talk over Unix sockets, as nbval's do (tests/support/kernel_sockets.py says
+        # why);
         # each is named after the kernel's connection file in JUPYTER_RUNTIME_DIR
         "--KernelManager.transport=ipc",
     ]

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.ci import skip_or_fail
-from tests.notebook_files import CHOSEN_IDS, IDS, chosen_twins
+from tests.support.ci import skip_or_fail
+from tests.support.notebook_files import CHOSEN_IDS, IDS, chosen_twins
 
 pytestmark = pytest.mark.browser
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.site_modules import load_site_module
+from tests.support.site_modules import load_site_module
 from tooling.course import EDITIONS, HIDE_TAG, NOTEBOOKS, course_notebooks
 
 pytestmark = pytest.mark.browser

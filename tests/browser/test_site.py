@@ -30,9 +30,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.ci import skip_or_fail
 from tests.runners.compat import PIN  # the torch release the committed outputs come from
-from tests.site_modules import load_site_module
+from tests.support.ci import skip_or_fail
+from tests.support.site_modules import load_site_module
 from tooling.course import (
     EDITIONS,
     HIDE_TAG,

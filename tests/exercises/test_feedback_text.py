@@ -6,7 +6,7 @@ import pytest
 import torch
 from torch import nn
 
-from tests.text_edits import edit_feedback
+from tests.support.text_edits import edit_feedback
 
 
 def _backward():

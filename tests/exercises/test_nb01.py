@@ -12,7 +12,7 @@ from helpers.exercises.nb01 import (
     kind_of,
 )
 from tests.exercises.common import text
-from tests.torch_threads import one_thread  # noqa: F401 (autouse fixture)
+from tests.support.torch_threads import one_thread  # noqa: F401 (autouse fixture)
 
 # --- kind_of / check_kinds ----------------------------------------------------------------------
 

@@ -6,7 +6,7 @@ from torch import nn
 
 from helpers.exercises.nb05 import check_kept_alive, check_one_backward
 from tests.exercises.common import text
-from tests.torch_threads import one_thread  # noqa: F401 (autouse fixture)
+from tests.support.torch_threads import one_thread  # noqa: F401 (autouse fixture)
 
 
 class PostNet(nn.Module):

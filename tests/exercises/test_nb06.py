@@ -22,7 +22,7 @@ from helpers.split import (
     run_split,
 )
 from tests.exercises.common import text
-from tests.torch_threads import one_thread  # noqa: F401 (autouse fixture)
+from tests.support.torch_threads import one_thread  # noqa: F401 (autouse fixture)
 
 TOKENS, LABEL = post_tensors()
 

@@ -12,7 +12,7 @@ from helpers.interactive.explorers import (
     optimizer_code,
     optimizer_run,
 )
-from tests.torch_threads import one_thread  # noqa: F401 (autouse fixture)
+from tests.support.torch_threads import one_thread  # noqa: F401 (autouse fixture)
 
 # ---- graph explorer ------------------------------------------------------------------------
 

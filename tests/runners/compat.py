@@ -417,14 +417,15 @@ def _check(done: subprocess.CompletedProcess, what: str) -> None:
 def run_notebooks(
     python: Path, notebooks: list[Path], *, fake_colab: bool = False
 ) -> list[NotebookResult]:
-    """Every notebook, Run All in a fresh kernel of `python`, through tests/run_notebooks.py."""
+    """Every notebook, Run All in a fresh kernel of `python`, through
+    tests/support/run_notebooks.py."""
     env = dict(os.environ, AUTOGRAD_HELPERS_SOURCE=str(ROOT))
-    cmd = [str(python), str(ROOT / "tests" / "run_notebooks.py"), *map(str, notebooks)]
+    cmd = [str(python), str(ROOT / "tests" / "support" / "run_notebooks.py"), *map(str, notebooks)]
     if fake_colab:
         cmd.insert(2, "--fake-colab")
     done = _run(cmd, 3600, cwd=ROOT, env=env)
     if done.returncode != 0:
-        raise CompatError(f"tests/run_notebooks.py failed:\n{done.stderr[-3000:]}")
+        raise CompatError(f"tests/support/run_notebooks.py failed:\n{done.stderr[-3000:]}")
     return [judge(r) for r in json.loads(done.stdout)]
 
 

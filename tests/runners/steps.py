@@ -12,7 +12,7 @@ result and time, and the exit code is 1 when any step failed.
 
 Why parallel is safe here: each notebook runs in a kernel of its own; the browser test serves a
 temporary copy of the notebooks; every kernel talks over Unix sockets of its own
-(tests/kernel_sockets.py), so no TCP connection of one step can take another's kernel port;
+(tests/support/kernel_sockets.py), so no TCP connection of one step can take another's kernel port;
 rank 0 of every distributed run opens its store on the port the system gives it as it binds
 (helpers/ranks/launch.py); and no step writes into `notebooks/` (the offline pass asserts it for
 every notebook).
@@ -32,11 +32,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 LOGS = ROOT / ".artifacts" / "steps"
 PYTHON = sys.executable
-#: Where the steps find the kernel spec of tests/warm_kernel.py (written when the steps start).
+#: Where the steps find the kernel spec of tests/support/warm_kernel.py (written when the steps
+#: start).
 KERNELS = ROOT / ".artifacts" / "kernels"
-#: nbval's kernels are forked from a process that imported torch once (tests/warm_kernel.py): a
-#: new process that has run no notebook code. Run All in an ordinary kernel, as a learner starts
-#: it, is what the offline pass, the browser runs and the Colab emulation do.
+#: nbval's kernels are forked from a process that imported torch once
+#: (tests/support/warm_kernel.py): a new process that has run no notebook code. Run All in an
+#: ordinary kernel, as a learner starts it, is what the offline pass, the browser runs and the
+#: Colab emulation do.
 NBVAL = [
     "-m", "pytest", "--nbval", "--nbval-kernel-name", "course-warm",
     "--nbval-sanitize-with", "tests/nbval_sanitize.cfg", "-q",
@@ -325,7 +327,7 @@ def step_environment(step: Step, threads: int | None = None) -> dict[str, str]:
     """The environment a step runs in: this one and the step's own variables; torch's threads
     set to `threads` unless this environment sets them (OMP_NUM_THREADS); for a step that
     starts warm kernels, Jupyter's path with their spec (KERNELS) first."""
-    from tests.warm_kernel import jupyter_path
+    from tests.support.warm_kernel import jupyter_path
 
     env = {**os.environ, **step.env}
     if threads is not None:
@@ -375,7 +377,7 @@ ALL = test_steps()
 def run(steps: list[Step], jobs: int) -> int:
     """Run `steps`, `jobs` at a time, longest first; print each log as it ends, then the table."""
     if any(s.warm_kernels for s in steps):
-        from tests.warm_kernel import write_spec
+        from tests.support.warm_kernel import write_spec
 
         write_spec(KERNELS)
     start = time.monotonic()

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import tomllib
 
-from tests.notebook_files import NOTEBOOKS
 from tests.runners import compat
+from tests.support.notebook_files import NOTEBOOKS
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -19,11 +19,12 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def collect_all(tmp_path: Path) -> list[dict]:
-    """Every test under tests/ with its markers (one collection, tests/collect_markers.py)."""
+    """Every test under tests/ with its markers (one collection,
+    tests/support/collect_markers.py)."""
     out = tmp_path / "collected.jsonl"
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "tests.collect_markers",
-         "tests"],
+        [sys.executable, "-m", "pytest", "--collect-only", "-q",
+         "-p", "tests.support.collect_markers", "tests"],
         capture_output=True, text=True, cwd=ROOT, timeout=300, check=False,
         env={**os.environ, "COLLECT_MARKERS_OUT": str(out)},
     )  # fmt: skip
@@ -166,7 +167,7 @@ def test_notebook_goes_with_test_only(capsys):
 
 @pytest.mark.parametrize("chosen", [None, "07b"])
 def test_only_the_steps_that_start_warm_kernels_find_their_spec(chosen):
-    from tests.warm_kernel import KERNEL_NAME
+    from tests.support.warm_kernel import KERNEL_NAME
 
     found = steps.notebook_steps(chosen) if chosen else steps.test_steps()
     for step in found:

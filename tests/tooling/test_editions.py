@@ -6,7 +6,7 @@ import re
 import nbformat
 import pytest
 
-from tests.notebook_files import NOTEBOOKS
+from tests.support.notebook_files import NOTEBOOKS
 from tooling import course, editions
 from tooling.editions import build_twin, english_hash, problems, todo, translate, twin_path
 

@@ -9,8 +9,8 @@ process that has run none of any notebook's code, as a fresh kernel is, and noth
 course is imported ahead of the notebook. The runs a learner's own setup decides (JupyterLab in
 the browser, emulated Colab) start ordinary kernels.
 
-    python tests/warm_kernel.py -f CONNECTION_FILE   what the kernel spec runs (one kernel)
-    python tests/warm_kernel.py --spec FOLDER        write the kernel spec into FOLDER/kernels/
+    python tests/support/warm_kernel.py -f CONNECTION_FILE   the kernel spec's command
+    python tests/support/warm_kernel.py --spec FOLDER        write the spec into FOLDER/kernels/
 
 The first kernel start starts the server (one per interpreter and environment, so a step that
 forces torch's CPU kernels gets a server that imported torch under that setting). A kernel

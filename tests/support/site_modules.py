@@ -10,7 +10,7 @@ import importlib.util
 import sys
 from pathlib import Path
 
-SITE_DIR = Path(__file__).resolve().parent.parent / "site"
+SITE_DIR = Path(__file__).resolve().parents[2] / "site"
 
 
 def load_site_module(name: str):

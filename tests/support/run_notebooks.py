@@ -1,6 +1,6 @@
 """Run notebooks top to bottom in fresh kernels and report what happened, as JSON on stdout.
 
-    python tests/run_notebooks.py [--fake-colab] [--shuffle SEED] NOTEBOOK ...
+    python tests/support/run_notebooks.py [--fake-colab] [--shuffle SEED] NOTEBOOK ...
 
 Used by the fault and Colab-emulation tests, which run it in a changed environment (no `dot` on
 PATH, no network, a Colab-like virtual environment). Needs only nbclient and nbformat.

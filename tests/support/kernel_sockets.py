@@ -51,6 +51,6 @@ def use_unix_sockets_in_nbval() -> None:
     if not issubclass(nbval.kernel.KernelManager, KernelManager):
         raise RuntimeError(
             "nbval.kernel.KernelManager is no longer jupyter_client's KernelManager; "
-            "tests/kernel_sockets.py needs another way to choose nbval's transport"
+            "tests/support/kernel_sockets.py needs another way to choose nbval's transport"
         )
     nbval.kernel.KernelManager = UnixSocketKernelManager

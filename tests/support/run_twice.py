@@ -1,7 +1,7 @@
 """Run every code cell of notebooks twice in a row, as a learner who presses Shift-Enter twice does,
 and report each error, as JSON on stdout.
 
-    python tests/run_twice.py NOTEBOOK ...
+    python tests/support/run_twice.py NOTEBOOK ...
 
 Each notebook gets a fresh kernel, forked from a process that has imported torch
 (warm_kernel.py, beside this file). Cells run top to bottom; each code cell runs, then at once

@@ -7,7 +7,7 @@ import ast
 from functools import cache
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 HELPERS = ROOT / "helpers"
 
 

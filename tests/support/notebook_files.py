@@ -5,7 +5,7 @@ from pathlib import Path
 
 from tooling.course import course_notebooks
 
-FOLDER = Path(__file__).resolve().parent.parent / "notebooks"
+FOLDER = Path(__file__).resolve().parents[2] / "notebooks"
 NOTEBOOKS = course_notebooks(FOLDER)
 IDS = [p.name for p in NOTEBOOKS]
 #: Both editions: the English notebooks, then their Chinese twins (notebooks/zh/).

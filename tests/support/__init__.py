@@ -1,0 +1,1 @@
+"""What the tests use and are not tests themselves: kernels, runners of notebooks, readers."""
