@@ -239,6 +239,10 @@ def test_the_estimate_states_its_error_against_both_independent_reads():
     assert f"per notebook {min(ratios):.2f} to {max(ratios):.2f} times the second" in toc
     assert f"up to {1 / min(ratios):.1f} times the time shown" in toc
     assert f"倍（中位数 {error.median:.2f}）" in course.toc_markdown("zh")
+    later = [course.notebook_key(p) for p in course.notebook_paths() if p not in ESTIMATED]
+    assert later == ["08b", "10b"]  # the notebooks written after both estimates
+    assert "Two independent estimates (both without 08b and 10b)" in toc
+    assert "两份独立估计（都不含 08b 和 10b）" in course.toc_markdown("zh")
 
 
 def test_the_core_path_is_the_required_notebooks_and_both_readmes_give_it():
