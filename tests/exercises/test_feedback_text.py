@@ -74,6 +74,13 @@ def _leakage():
     return check_clip(3).messages
 
 
+def _nb05b():
+    from helpers.exercises.nb05b import check_engine
+    from tests.exercises.test_nb05b import broken
+
+    return check_engine(broken("leaf-created")).messages[1:3]
+
+
 def _precision():
     from tests.exercises.test_nb09b import MISTAKES, said
 
@@ -137,6 +144,13 @@ CASES = {
         {"clip_not_function": "no function: {type}"},
         _leakage,
         ["no function: int"],
+    ),
+    "nb05b": (
+        "05b_build_the_engine",
+        {"torch_did": "torch saw {observed}", "engine_did": "and you {observed}"},
+        _nb05b,
+        ["torch saw [[False, True, True], [True, True, True]]",
+         "and you [[False, True, True], [False, True, True]]"],
     ),
     "nb09b": (
         "09b_mixed_precision_and_module_hooks",
