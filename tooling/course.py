@@ -170,13 +170,15 @@ SETUP_COMMENTS = {
 #: The line that switches the explainer on, with its comment in each edition's language.
 EXPLAINER_LINES = {
     "en": (
-        "# An autograd error, or a cell run twice, now explains itself: what happened, the line\n"
-        "# that caused it, a fix (helpers.explain; `%unload_ext helpers` switches it off).\n"
+        "# An autograd error of a kind the course knows, or a cell run twice, now explains\n"
+        "# itself: what happened, the line that caused it, a fix; any other error shows as it\n"
+        "# was raised (helpers.explain; `%unload_ext helpers` switches it off).\n"
         "%load_ext helpers"
     ),
     "zh": (
-        "# 从这里起，autograd 报错或重复运行的单元格会自己解释：发生了什么、是哪一行造成的、\n"
-        "# 怎么改（helpers.explain；`%unload_ext helpers` 可以关掉它）。\n"
+        "# 从这里起，课程认识的那几类 autograd 报错，以及重复运行的单元格，\n"
+        "# 会自己解释：发生了什么、是哪一行造成的、怎么改；其他错误照原样显示\n"
+        "# （helpers.explain；`%unload_ext helpers` 可以关掉它）。\n"
         "%load_ext helpers"
     ),
 }
