@@ -48,19 +48,8 @@ def colab_like_venv() -> Path:
     python = home / "bin" / "python"
     if not (home / ".ready").exists():
         venv.create(home, with_pip=True, clear=True)
-        subprocess.run(
-            [
-                str(python),
-                "-m",
-                "pip",
-                "install",
-                "-q",
-                "--disable-pip-version-check",
-                *COLAB_PACKAGES,
-            ],
-            check=True,
-            timeout=900,
-        )
+        done = compat.pip_install(python, COLAB_PACKAGES, 900)
+        assert done.returncode == 0, f"installing {COLAB_PACKAGES} failed:\n{done.stderr[-2000:]}"
         (home / ".ready").touch()
     compat.start_like_a_new_colab_runtime(python)
     return python

@@ -7,7 +7,7 @@ import nbformat
 import pytest
 
 from helpers.display import text_columns
-from tests.support.notebook_files import EVERY_EDITION, EVERY_EDITION_IDS, NOTEBOOKS
+from tests.support.notebook_files import EVERY_EDITION, EVERY_EDITION_IDS, NOTEBOOKS, cell_tree
 from tooling import course
 
 MAX_BYTES = 600_000
@@ -230,8 +230,6 @@ def typed_results(source: str) -> list[str]:
     a result rather than computed: a literal True/False, or a typed comparison ("< 1e-06"). A
     typed result prints what it says whatever the run did."""
     import ast
-
-    from helpers.quiz_final import cell_tree
 
     tree = cell_tree(source)
     if tree is None:

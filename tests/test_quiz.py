@@ -1,4 +1,5 @@
-"""helpers.quiz (predict-then-reveal questions) and the checkers of notebook 10."""
+"""helpers.quiz: the predict-then-reveal questions of every notebook's quiz (notebook 10's checkers
+and its final check's questions: tests/exercises/test_nb10.py)."""
 
 import re
 from dataclasses import replace
@@ -7,7 +8,6 @@ import pytest
 import torch
 
 from helpers import quiz as quiz_module
-from helpers.exercises.nb10 import check_order, check_question, engine_order
 from helpers.interactive.live import VIEW_MIME
 from helpers.quiz import (
     ALL_TOPICS,
@@ -23,7 +23,6 @@ from helpers.quiz import (
     reveal_html,
     score,
 )
-from tests.support.text_edits import edit_feedback
 
 
 @pytest.mark.parametrize("question", QUESTIONS, ids=[f"{q.topic}-{q.prompt}" for q in QUESTIONS])
@@ -166,107 +165,6 @@ def test_grad_modes_questions_are_new():
     assert TOPICS["grad_modes"] == "08_grad_modes_and_why_nothing_learns.ipynb"
 
 
-# ---- notebook 10's checkers --------------------------------------------------------------------
-
-GOOD = Question(
-    topic="leaf",
-    prompt="Does y require grad?",
-    code="x = torch.ones(2, requires_grad=True)\nwith torch.no_grad():\n    y = x * 2",
-    answer="no",
-    misconception="a result computed from a tensor that requires grad always requires grad.",
-    fact="inside torch.no_grad() nothing is recorded: y has no grad_fn.",
-    probe="y.requires_grad",
-)
-
-
-def variant(**changes):
-    fields = {k: getattr(GOOD, k) for k in GOOD.__dataclass_fields__}
-    fields.update(changes)
-    return Question(**fields)
-
-
-def test_check_question_accepts_a_good_question():
-    result = check_question(GOOD)
-    assert result.ok, result
-    assert "running it gives 'no'" in repr(result)
-
-
-def test_check_question_placeholder_is_a_friendly_not_yet():
-    placeholder = variant(prompt=..., code=..., answer=..., misconception=..., fact=..., probe=...)
-    result = check_question(placeholder)
-    assert not result.ok
-    assert result.messages == [
-        "replace the `...` of prompt, code, answer, misconception, fact, probe"
-    ]
-
-
-@pytest.mark.parametrize(
-    ("changes", "message"),
-    [
-        ({"answer": "yes"}, "your answer is 'yes', but running it gives 'no'"),
-        ({"answer": "True"}, "answer should be 'yes' or 'no'"),
-        ({"prompt": "Does y require grad"}, "ending in '?'"),
-        ({"topic": "leaves"}, "topic should be one of leaf, backward"),
-        ({"fact": ""}, "fact should say, in a sentence, what really happens"),
-        ({"probe": "y.no_such_thing"}, "evaluating the probe raised AttributeError"),
-        ({"code": "x = (", "probe": None}, "not valid Python"),
-        ({"code": "y = 1 / 0"}, "with a probe, the program itself must run"),
-        ({"probe": 3}, "probe should be an expression as a string"),
-    ],
-)
-def test_check_question_says_what_is_wrong(changes, message):
-    result = check_question(variant(**changes))
-    assert not result.ok
-    assert message in " ".join(result.messages), result.messages
-
-
-def test_check_question_needs_a_question():
-    assert "make a Question(...)" in check_question("Is it?").messages[0]
-
-
-def build_exercise():
-    a = torch.tensor([1.0, 2.0], requires_grad=True)
-    b = torch.tensor([3.0, 4.0], requires_grad=True)
-    z = (a * b).sum() + a.exp().sum()
-    return z, {"a": a, "b": b, "z": z}
-
-
-RIGHT_ORDER = [
-    "AddBackward0",
-    "SumBackward0",
-    "ExpBackward0",
-    "SumBackward0",
-    "MulBackward0",
-    "AccumulateGrad",
-    "AccumulateGrad",
-]
-
-
-def test_engine_order_of_the_exercise():
-    assert engine_order(build_exercise) == RIGHT_ORDER
-
-
-def test_check_order_right_and_wrong():
-    assert check_order(RIGHT_ORDER, build_exercise).ok
-    assert check_order(tuple(RIGHT_ORDER), build_exercise).ok
-    forward_order = RIGHT_ORDER[:2] + ["MulBackward0"] + RIGHT_ORDER[3:]
-    result = check_order(forward_order, build_exercise)
-    assert not result.ok
-    assert result.messages[0].startswith(
-        "step 3: you said MulBackward0, the engine ran ExpBackward0"
-    )
-    one_accumulate = RIGHT_ORDER[:-1]
-    message = " ".join(check_order(one_accumulate, build_exercise).messages)
-    assert "the engine ran 7 backward functions, you listed 6" in message
-
-
-@pytest.mark.parametrize("placeholder", [[...], ..., "AddBackward0", [1, 2]])
-def test_check_order_placeholders_and_wrong_types(placeholder):
-    result = check_order(placeholder, build_exercise)
-    assert not result.ok
-    assert re.search(r"replace the `\.\.\.`|give a list of names", result.messages[0])
-
-
 # ---- "does it raise?" questions name what they expect ---------------------------------------
 
 
@@ -319,17 +217,6 @@ def test_a_yes_raise_question_must_name_its_exception():
         learners.run()
 
 
-def test_check_question_says_what_a_learner_s_raise_question_lacks():
-    """10's exercise: a learner writes a "does it raise?" question with raises=None. The checker
-    says what to add, in the notebook's language, instead of a traceback from the course's code."""
-    result = check_question(_raising(SECOND_BACKWARD, raises=None))
-    assert not result.ok and "name the exception it expects" in str(result)
-    both = Question("leaf", "Is it?", "y = 1", "yes", "m", "f", "y", (ValueError, "x"))
-    assert "give a probe or raises, not both" in str(check_question(both))
-    unknown = Question("leaf", "Is it?", "y = 1", "no", "m", "f", draws_on=("leaves",))
-    assert "draws_on names a topic the course does not have" in str(check_question(unknown))
-
-
 def test_every_yes_raise_question_of_the_course_names_its_exception():
     raising = [q for q in QUESTIONS if q.probe is None and q.answer == "yes"]
     assert raising and all(q.raises is not None for q in raising)
@@ -362,12 +249,6 @@ def test_a_typed_result_is_caught_and_a_placeholder_is_computed():
         broken.run()
     braces = replace(q, fact="a dict: {{k: 1}}, w is {w}")
     assert braces.run().fact == "a dict: {k: 1}, w is [0.8, 1.6]"
-
-
-def test_check_order_feedback_comes_from_the_notebook_text_file(monkeypatch):
-
-    edit_feedback(monkeypatch, "10_check_yourself", {"order_not_names": "names, please"})
-    assert check_order("abc", build_exercise).messages == ["names, please"]
 
 
 # ---- questions read from the text files, and shown in the learner's language --------------------
@@ -632,67 +513,6 @@ def test_the_answer_table_names_the_notebooks_a_question_draws_on():
     assert answer_table(questions("leaf")[:1]).column("notebooks") == ["01"]
 
 
-def _error_of(action):
-    try:
-        action()
-    except Exception as err:  # the message this Python and torch give
-        return err
-    raise AssertionError("expected an error")
-
-
-def test_check_question_messages_in_full():
-    syntax = _error_of(lambda: compile("x = (", "<q>", "exec"))
-    attribute = _error_of(lambda: torch.ones(1).no_such_thing)
-    cases = {
-        "leaves": (
-            variant(topic="leaves"),
-            f"topic should be one of {', '.join(TOPICS)}; it is 'leaves'",
-        ),
-        "code": (variant(code=""), "code should be the short program, as a string"),
-        "answer": (variant(answer="True"), "answer should be 'yes' or 'no'; it is 'True'"),
-        "misconception": (
-            variant(misconception=" "),
-            "misconception should say, in a sentence, the wrong belief a wrong answer comes from",
-        ),
-        "program": (
-            variant(code="y = 1 / 0"),
-            "the program of 'Does y require grad?' raised ZeroDivisionError: division by zero: "
-            "with a probe, the program itself must run",
-        ),
-        "syntax": (
-            variant(code="x = (", probe=None),
-            f"the code or the probe is not valid Python: {syntax.msg}",
-        ),
-        "probe": (
-            variant(probe="y.no_such_thing"),
-            f"evaluating the probe raised AttributeError: {attribute}",
-        ),
-        "swapped": (
-            variant(answer="yes"),
-            "your answer is 'yes', but running it gives 'no' (`y.requires_grad` is False.); a "
-            "surprise worth a question, with the answer swapped",
-        ),
-    }
-    for name, (question, message) in cases.items():
-        assert check_question(question).messages == [message], name
-    assert check_question(3).messages == ["make a Question(...), not an int"]
-
-
-def test_check_question_accepts_a_prompt_ending_in_a_full_width_question_mark():
-    result = check_question(variant(prompt="y 需要梯度吗？"))
-    assert result.ok and result.success == "A good question: running it gives 'no'."
-
-
-def test_check_order_says_the_whole_order_when_right_and_asks_for_names_when_unfilled():
-    assert check_order(RIGHT_ORDER, build_exercise).success == (
-        "Right: AddBackward0 → SumBackward0 → ExpBackward0 → SumBackward0 → MulBackward0 → "
-        "AccumulateGrad → AccumulateGrad."
-    )
-    unfilled = ["replace the `...` with the names, e.g. ['AddBackward0', ...]"]
-    assert check_order(..., build_exercise).messages == unfilled
-    assert check_order([...], build_exercise).messages == unfilled
-
-
 def test_an_optional_notebook_topic_is_quizzed_but_not_in_the_final_check():
     """07b is optional (NNb_topic.ipynb, the course's name for an optional notebook): its
     questions exist, and notebook 10, which covers TOPICS, asks none of them."""
@@ -726,3 +546,9 @@ def test_a_question_is_known_by_its_id_else_by_its_prompt():
     first = questions("backward")[0]
     assert quiz_module._key(first) == first.id != first.prompt
     assert quiz_module._key(replace(first, id=None)) == first.prompt
+
+
+def test_a_question_draws_only_on_known_topics():
+    with pytest.raises(ValueError, match=r"draws on unknown topic\(s\) \['leaves'\]"):
+        Question("leaf", "Is it?", "y = 1", "no", "m", "f", "y == 2", draws_on=("leaves",), id="a")
+    assert Question("leaf", "Is it?", "y = 1", "no", "m", "f", probe="y == 2").draws_on == ()

@@ -623,40 +623,6 @@ def execute_notebook(path: Path, timeout: int = 600) -> None:
     nbformat.write(nb, path)
 
 
-def course_names_text() -> str:
-    """The text of `helpers/text/course_names.txt`: every name the code cells of the English
-    notebooks 01 to 09 use (`helpers.quiz_final.api_names`), sorted, one per line."""
-    import nbformat
-
-    from helpers import quiz_final
-
-    earlier = {f"{i:02d}" for i in range(1, 10)}
-    programs = [
-        cell.source
-        for path in course_notebooks(NOTEBOOKS)
-        if path.name[:2] in earlier
-        for cell in nbformat.read(path, as_version=4).cells
-        if cell.cell_type == "code"
-    ]
-    header = (
-        "# The names (operations, modules, keyword arguments) that the code of notebooks 01\n"
-        "# to 09 uses: the final check's tests (tests/test_quiz_final.py) call a question's\n"
-        "# program new code when it uses a name not listed here.\n"
-        "# Written by `python -m tooling.course sync`; do not edit.\n"
-    )
-    return header + "\n".join(sorted(quiz_final.course_names(programs))) + "\n"
-
-
-def sync_course_names(write: bool = True) -> list[str]:
-    """Rewrite `helpers/text/course_names.txt` from the notebooks; say what was (or would be)
-    changed."""
-    from helpers import quiz_final
-
-    path = quiz_final.COURSE_NAMES_FILE
-    stale = f"{path.relative_to(ROOT)} is stale (the code of notebooks 01 to 09 changed)"
-    return _sync_text(path, course_names_text(), stale, write)
-
-
 def _sync_text(path: Path, wanted: str, stale: str, write: bool) -> list[str]:
     """[] when the generated file `path` holds `wanted`; else [stale], after writing `wanted`
     when `write`."""
@@ -731,7 +697,6 @@ def main(argv: list[str]) -> int:
             print(f"executing {path.name}", flush=True)
             execute_notebook(path)
     if command != "execute" and not argv[1:]:
-        problems += sync_course_names(write=command == "sync")
         problems += sync_readme(write=command == "sync")
     for p in problems:
         print(p)

@@ -15,7 +15,8 @@ that cannot render widgets shows the picture (nbconvert and nbviewer do when the
 saved widget state; with saved state they draw the saved widgets with the HTML manager from
 unpkg.com instead, whose HTML panes hold the same picture). nbval compares the text. The widgets
 use only the core API common to ipywidgets 7 (Colab) and 8, and never write into an Output
-widget, so displaying one prints nothing.
+widget, so displaying one prints nothing. `Explorer` is the scaffold the three share: it wires
+their controls to their `update`, lays out their rows and takes the snapshot.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ from helpers.params import redraw_diff_figure
 
 __all__ = [
     "BackwardStepper",
+    "Explorer",
     "GraphExplorer",
     "OptimizerLab",
     "backward_stepper",
@@ -68,14 +70,57 @@ def _caption(text: str) -> str:
     return f'<div style="font-size: 13px; margin: 4px 0">{html.escape(text)}</div>'
 
 
-class GraphExplorer(LiveWidget):
+class Explorer(LiveWidget):
+    """The scaffold of every explorer: named controls, each change of which re-runs a plain
+    function (`update`) and redraws the panes, laid out in `rows`; its snapshot (`snapshot`: a
+    title, text parts and pictures) is its first state.
+
+    A subclass makes its controls and panes, then calls this `__init__`."""
+
+    #: The class of the outer box, by which the browser test finds the widget.
+    box_class = ""
+
+    def __init__(self, make: WidgetFactory, controls: dict[str, Any]) -> None:
+        self.controls = controls
+        self.update()
+        for control in controls.values():
+            control.observe(self.update, names="value")
+        box = make("VBox", children=self.rows(make))
+        box.add_class(self.box_class)
+        title, texts, pictures = self.snapshot()
+        super().__init__(
+            box,
+            text="\n\n".join([title, hint(), *texts]),
+            svg=snapshot_svg(*pictures, title=title),
+        )
+
+    def settings(self) -> dict[str, Any]:
+        """The controls' current values, by name."""
+        return {name: c.value for name, c in self.controls.items()}
+
+    def update(self, _change: object = None) -> None:
+        """Compute for the controls' current values and redraw the panes."""
+        raise NotImplementedError
+
+    def rows(self, make: WidgetFactory) -> list[Any]:
+        """The widget's rows, top to bottom: controls and panes."""
+        raise NotImplementedError
+
+    def snapshot(self) -> tuple[str, list[str], list[Any]]:
+        """The first state: its title, its text parts, and what its picture draws."""
+        raise NotImplementedError
+
+
+class GraphExplorer(Explorer):
     """Three toggles on a cut between two models; the code, graph and state table follow."""
+
+    box_class = "autograd-graph-explorer"
 
     def __init__(
         self, detach: bool = False, input_requires_grad: bool = False, retain_grad: bool = False
     ) -> None:
         make = WidgetFactory()
-        self.controls = {
+        controls = {
             "detach": make.checkbox(say("common", "widgets.detach"), detach),
             "input_requires_grad": make.checkbox(
                 say("common", "widgets.input_requires_grad"), input_requires_grad
@@ -86,31 +131,11 @@ class GraphExplorer(LiveWidget):
         self.picture = make("HTML")
         self.table = make("HTML")
         self.result: ExplorerResult | None = None
-        self.update()
-        for control in self.controls.values():
-            control.observe(self.update, names="value")
-        box = make(
-            "VBox",
-            children=[
-                make.row(list(self.controls.values())),
-                make.row([self.code, self.picture]),
-                self.table,
-            ],
-        )
-        box.add_class("autograd-graph-explorer")
-        result = self.result
-        assert result is not None
-        settings = ", ".join(f"{k}={v}" for k, v in self.settings().items())
-        title = say("common", "widgets.graph_explorer", settings=settings)
-        super().__init__(
-            box,
-            text="\n\n".join([title, hint(), result.code, result.graph.text(), repr(result.table)]),
-            svg=snapshot_svg(result.code, result.graph, result.table, title=title),
-        )
+        super().__init__(make, controls)
 
     def settings(self) -> dict[str, bool]:
         """The toggles' current values."""
-        return {name: bool(c.value) for name, c in self.controls.items()}
+        return {name: bool(value) for name, value in super().settings().items()}
 
     def update(self, _change: object = None) -> None:
         """Re-run the program for the current toggles and redraw."""
@@ -121,12 +146,29 @@ class GraphExplorer(LiveWidget):
         )
         self.table.value = table_html(self.result.table)
 
+    def rows(self, make: WidgetFactory) -> list[Any]:
+        row = make.row(list(self.controls.values()))
+        return [row, make.row([self.code, self.picture]), self.table]
+
+    def snapshot(self) -> tuple[str, list[str], list[Any]]:
+        result = self.result
+        assert result is not None
+        settings = ", ".join(f"{k}={v}" for k, v in self.settings().items())
+        title = say("common", "widgets.graph_explorer", settings=settings)
+        return (
+            title,
+            [result.code, result.graph.text(), repr(result.table)],
+            [result.code, result.graph, result.table],
+        )
+
 
 Build = Callable[[], tuple[torch.Tensor, dict[str, torch.Tensor]]]
 
 
-class BackwardStepper(LiveWidget):
+class BackwardStepper(Explorer):
     """A slider through a backward pass in the engine's order, and a retain_graph toggle."""
+
+    box_class = "autograd-backward-stepper"
 
     def __init__(
         self,
@@ -139,12 +181,12 @@ class BackwardStepper(LiveWidget):
         self.build = build
         self._records: dict[bool, BackwardRecord] = {}
         self._frames: dict[tuple[bool, int], Frame] = {}
-        last = len(self.record(retain_graph).steps) + 1
+        self.last = len(self.record(retain_graph).steps) + 1
         self.slider = make(
             "IntSlider",
             value=start,
             min=0,
-            max=last,
+            max=self.last,
             step=1,
             description=say("common", "widgets.step"),
             continuous_update=True,
@@ -155,31 +197,7 @@ class BackwardStepper(LiveWidget):
         self.picture = make("HTML")
         self.table = make("HTML")
         self.frame: Frame | None = None
-        self.update()
-        self.slider.observe(self.update, names="value")
-        self.retain.observe(self.update, names="value")
-        note = make(
-            "HTML",
-            value=_caption(say("common", "stepper.note", last_step=last - 1, last=last)),
-        )
-        box = make(
-            "VBox",
-            children=[
-                make.row([self.slider, self.retain]),
-                note,
-                self.caption,
-                make.row([self.picture, self.table]),
-            ],
-        )
-        box.add_class("autograd-backward-stepper")
-        frame = self.frame
-        assert frame is not None
-        title = say("common", "stepper.title", start=start, retain_graph=retain_graph)
-        super().__init__(
-            box,
-            text="\n\n".join([title, hint(), frame.caption, frame.graph.text(), repr(frame.table)]),
-            svg=snapshot_svg(frame.caption, frame.graph, frame.table, title=title),
-        )
+        super().__init__(make, {"step": self.slider, "retain_graph": self.retain})
 
     def record(self, retain_graph: bool) -> BackwardRecord:
         """The recorded backward pass for this retain_graph setting (built and run once)."""
@@ -198,8 +216,28 @@ class BackwardStepper(LiveWidget):
         self.picture.value = graph_html(self.frame.graph, alt=self.frame.caption)
         self.table.value = table_html(self.frame.table)
 
+    def rows(self, make: WidgetFactory) -> list[Any]:
+        note = say("common", "stepper.note", last_step=self.last - 1, last=self.last)
+        return [
+            make.row([self.slider, self.retain]),
+            make("HTML", value=_caption(note)),
+            self.caption,
+            make.row([self.picture, self.table]),
+        ]
 
-class OptimizerLab(LiveWidget):
+    def snapshot(self) -> tuple[str, list[str], list[Any]]:
+        frame = self.frame
+        assert frame is not None
+        now = self.settings()
+        title = say("common", "stepper.title", start=now["step"], retain_graph=now["retain_graph"])
+        return (
+            title,
+            [frame.caption, frame.graph.text(), repr(frame.table)],
+            [frame.caption, frame.graph, frame.table],
+        )
+
+
+class OptimizerLab(Explorer):
     """Optimizer, learning rate, set_to_none and arrangement for one split-learning step.
 
     It shows the code it runs (`optimizer_run` executes `optimizer_code`'s lines), which `step()`
@@ -207,6 +245,8 @@ class OptimizerLab(LiveWidget):
 
     `loss` (fixed for the widget's life, not a control): the post's loss or the per-token one.
     """
+
+    box_class = "autograd-optimizer-lab"
 
     def __init__(
         self,
@@ -218,7 +258,7 @@ class OptimizerLab(LiveWidget):
     ) -> None:
         self.loss = loss
         make = WidgetFactory()
-        self.controls = {
+        controls = {
             "optimizer": make(
                 "Dropdown",
                 options=[(phrase(None, o), o) for o in OPTIMIZERS],
@@ -250,33 +290,7 @@ class OptimizerLab(LiveWidget):
         self.picture = make("HTML")
         self.table = make("HTML")
         self.run: OptimizerRun | None = None
-        self.update()
-        for control in self.controls.values():
-            control.observe(self.update, names="value")
-        box = make(
-            "VBox",
-            children=[
-                make.row([self.controls["optimizer"], self.controls["lr"]]),
-                make.row([self.controls["arrangement"], self.controls["set_to_none"]]),
-                make.row([self.code, self.moves]),
-                self.picture,
-                self.table,
-            ],
-        )
-        box.add_class("autograd-optimizer-lab")
-        run = self.run
-        assert run is not None
-        title = say("common", "widgets.optimizer_lab", settings=run.setting())
-        moves, moved = run.moves_table(), run.moved_table()
-        super().__init__(
-            box,
-            text="\n\n".join([title, hint(), run.code, repr(moves), repr(moved)]),
-            svg=snapshot_svg(run.code, moves, run.figure(), moved, title=title),
-        )
-
-    def settings(self) -> dict[str, Any]:
-        """The controls' current values."""
-        return {name: c.value for name, c in self.controls.items()}
+        super().__init__(make, controls)
 
     def update(self, _change: object = None) -> None:
         """Run one split step with the current setting and redraw."""
@@ -291,6 +305,23 @@ class OptimizerLab(LiveWidget):
             shown = self._shown = self.run.figure()
         self.picture.value = figure_html(shown)
         self.table.value = table_html(self.run.diff)
+
+    def rows(self, make: WidgetFactory) -> list[Any]:
+        c = self.controls
+        return [
+            make.row([c["optimizer"], c["lr"]]),
+            make.row([c["arrangement"], c["set_to_none"]]),
+            make.row([self.code, self.moves]),
+            self.picture,
+            self.table,
+        ]
+
+    def snapshot(self) -> tuple[str, list[str], list[Any]]:
+        run = self.run
+        assert run is not None
+        title = say("common", "widgets.optimizer_lab", settings=run.setting())
+        moves, moved = run.moves_table(), run.moved_table()
+        return title, [run.code, repr(moves), repr(moved)], [run.code, moves, run.figure(), moved]
 
 
 def graph_explorer(

@@ -74,6 +74,13 @@ def _leakage():
     return check_clip(3).messages
 
 
+def _nb10():
+    from helpers.exercises.nb10 import check_order
+    from tests.exercises.test_nb10 import RIGHT_ORDER, build_exercise
+
+    return check_order(RIGHT_ORDER[:-1], build_exercise).messages
+
+
 def _nb05b():
     from helpers.exercises.nb05b import check_engine
     from tests.exercises.test_nb05b import broken
@@ -158,6 +165,12 @@ CASES = {
         _precision,
         "EDITED",
     ),
+    "nb10": (
+        "10_check_yourself",
+        {"order_count": "{predicted} of {actual}"},
+        _nb10,
+        ["6 of 7"],
+    ),
     "nb06": (
         "06_split_backward_three_models",
         {"grads_missing": "model {k}, nothing: {how}", "how_stage1": "run f1.backward"},
@@ -180,5 +193,4 @@ def test_every_checker_module_has_its_case():
     import helpers.exercises
 
     modules = {p.stem for p in Path(helpers.exercises.__file__).parent.glob("*.py")}
-    # nb10: its text file is 10_check_yourself.toml, tested with the quiz (test_quiz.py)
-    assert modules - {"__init__", "nb10"} == set(CASES)
+    assert modules - {"__init__"} == set(CASES)

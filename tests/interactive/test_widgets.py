@@ -204,3 +204,22 @@ def test_in_the_chinese_edition_no_control_of_a_widget_is_labelled_in_english(ch
     for title in (repr(lab).splitlines()[0], lab.run.figure_title()):
         words = re.sub(r"\w+=\w+|SGD|Adam|\d", "", title)
         assert not re.search(r"[A-Za-z]{2,}", words), title
+
+
+def test_the_explorers_share_one_scaffold():
+    """The controls' wiring, the outer box and the snapshot are written once, in `Explorer`: the
+    graph explorer, the stepper and the lab only make their controls and panes and say how to
+    lay them out and what their first state shows."""
+    import inspect
+
+    from helpers.interactive import widgets
+
+    for cls in (widgets.GraphExplorer, widgets.BackwardStepper, widgets.OptimizerLab):
+        assert issubclass(cls, widgets.Explorer), cls
+        assert cls.box_class.startswith("autograd-"), cls  # the browser test finds it by it
+    source = inspect.getsource(widgets)
+    assert source.count(".observe(") == 1 and source.count("snapshot_svg(") == 1
+    stepper = backward_stepper()
+    assert stepper.settings() == {"step": 0, "retain_graph": False}
+    stepper.controls["step"].value = 2
+    assert stepper.frame.caption.startswith("Step 2")

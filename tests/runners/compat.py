@@ -330,8 +330,9 @@ def _normal(name: str) -> str:
 
 
 def torch_install_args(version: str, index: str | None) -> list[str]:
-    """pip's arguments for one torch release, from `index` when given (e.g. PyTorch's CPU index)."""
-    args = ["install", "-q", "--disable-pip-version-check", f"torch=={version}"]
+    """pip install's arguments for one torch release, from `index` when given (e.g. PyTorch's
+    CPU index)."""
+    args = [f"torch=={version}"]
     if index:
         args += ["--index-url", index, "--extra-index-url", "https://pypi.org/simple"]
     return args
@@ -339,6 +340,13 @@ def torch_install_args(version: str, index: str | None) -> list[str]:
 
 def _run(cmd: list[str], timeout: float, **kw) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False, **kw)
+
+
+def pip_install(python: Path, args: list[str], timeout: float, **kw) -> subprocess.CompletedProcess:
+    """`pip install ARGS` into the environment of `python`, quietly; the finished process, for
+    the caller to judge. Every environment the runners and tests make gets its packages so."""
+    command = [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", *args]
+    return _run(command, timeout, **kw)
 
 
 def _installed(python: Path) -> set[str]:
@@ -368,7 +376,7 @@ def make_env(
         _check(_run([maker, "-m", "venv", str(home)], 600), f"creating {home}")
     if _torch_version(python).split("+")[0] != version:
         print(f"  installing torch {version} into {home.relative_to(ROOT)} ...", flush=True)
-        done = _run([str(python), "-m", "pip", *torch_install_args(version, index)], 3600)
+        done = pip_install(python, torch_install_args(version, index), 3600)
         if done.returncode != 0 and "constraint" in (done.stdout + done.stderr):
             raise CompatError(
                 f"pip refused torch=={version} because of a constraint in its configuration "
@@ -384,21 +392,7 @@ def make_env(
     if not stamp.exists() or stamp.read_text() != wanted:
         constraints = home / "constraints.txt"
         constraints.write_text(constraints_without(_installed(python)) if pinned else "")
-        done = _run(
-            [
-                str(python),
-                "-m",
-                "pip",
-                "install",
-                "-q",
-                "--disable-pip-version-check",
-                "-c",
-                str(constraints),
-                *extra,
-            ],
-            3600,
-            cwd=ROOT,
-        )
+        done = pip_install(python, ["-c", str(constraints), *extra], 3600, cwd=ROOT)
         _check(done, f"installing {' '.join(extra)} beside torch {version}")
         if _torch_version(python).split("+")[0] != version:
             raise CompatError(f"installing {extra} replaced torch {version}: pin what pulled it")

@@ -56,7 +56,7 @@ MODULES: dict[str, list[str]] = {
     "helpers/checks.py": ["tests/test_checks.py"],
     "helpers/split.py": ["tests/test_split.py"],
     "helpers/memory.py": ["tests/test_memory.py"],
-    "helpers/quiz.py": ["tests/test_quiz.py"],
+    "helpers/quiz.py": ["tests/test_quiz.py", "tests/exercises/test_nb10.py"],
     "helpers/language.py": ["tests/test_language.py"],
     "tooling/editions.py": ["tests/tooling/test_editions.py"],
     "tooling/code_text.py": ["tests/tooling/test_code_text.py"],
@@ -103,9 +103,8 @@ MODULES: dict[str, list[str]] = {
             "tests/exercises/test_feedback_text.py",
         ]
         for path in sorted((ROOT / "helpers" / "exercises").glob("*.py"))
-        if path.stem not in {"__init__", "check_yourself"}
+        if path.stem != "__init__"
     },
-    "helpers/exercises/nb10.py": ["tests/test_quiz.py"],
     "helpers/rerun.py": ["tests/test_rerun.py"],
 }
 
@@ -134,7 +133,6 @@ LEFT_OUT: dict[str, str] = {
     "helpers/interactive/widgets.py": "ipywidgets layout; the browser test clicks every widget",
     "helpers/display.py": "HTML and text rendering of tables; every notebook output shows it",
     "helpers/environment.py": "reports the learner's installation; nothing to compute",
-    "helpers/quiz_final.py": "notebook 10's questions as data; tests/test_quiz.py runs each one",
     "tooling/course.py": "maintainer tooling (badges, sync); tests/tooling/test_course.py",
     "helpers/leakage.py": "figure layout of notebook 07's leak; its numbers are asserted there",
     "helpers/interactive/widget_pictures.py": (

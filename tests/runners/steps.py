@@ -88,70 +88,6 @@ def _notebooks(folder: str = "notebooks") -> list[str]:
 BROWSER_EN = "not chinese_notebook and not test_site and not test_pdf"
 
 
-def test_steps() -> list[Step]:
-    """Every step of `make test`, in the order CONTRIBUTING.md's table lists them."""
-    pytest = [PYTHON, "-m", "pytest", "-q"]
-    return [
-        LINT,
-        Step(
-            "unit",
-            "the helpers' behaviour (tests that run no notebook)",
-            [*pytest, "tests", "-m", "not notebooks and not browser and not rerun"],
-            expected=195,
-        ),
-        Step(
-            "notebook runs",
-            "Run All offline, without dot, shuffled; Colab emulated",
-            [*pytest, "tests", "-m", "notebooks and not browser"],
-            expected=165,
-        ),
-        Step(
-            "rerun",
-            "every cell of every notebook run twice in a row explains itself; three twins too",
-            [*pytest, "tests", "-m", "rerun"],
-            expected=125,
-        ),
-        Step(
-            "browser-en",
-            "JupyterLab runs every notebook in Chromium",
-            [*pytest, "tests", "-m", "browser", "-k", BROWSER_EN],
-            expected=180,
-        ),
-        Step(
-            "site",
-            "the website and the books of both editions: every page read and audited for "
-            "accessibility in both colour schemes, both PDFs printed and checked",
-            [*pytest, "tests/browser/test_site.py", "tests/browser/test_pdf.py"],
-            expected=200,
-        ),
-        Step(
-            "browser-zh",
-            "JupyterLab runs the Chinese start page and the twins with widgets in Chromium",
-            [*pytest, "tests/browser/test_browser.py", "-k", "chinese_notebook"],
-            expected=55,
-        ),
-        *(
-            Step(
-                f"nbval-en{suffix}",
-                f"committed outputs, {kernels}",
-                [PYTHON, *NBVAL, *_notebooks()],
-                env=env,
-                expected=50,
-                warm_kernels=True,
-            )
-            for suffix, kernels, env in KERNEL_SETS
-        ),
-        Step(
-            "nbval-zh",
-            "the Chinese twins' committed outputs, on plain kernels",
-            [PYTHON, *NBVAL, *_notebooks("notebooks/zh")],
-            env=PLAIN_KERNELS,
-            expected=45,
-            warm_kernels=True,
-        ),
-    ]
-
-
 def find_notebook(name: str) -> Path:
     """The English notebook `name` means: "07b", "07b_pipeline_and_data_parallel", or a path to
     it or to its twin. Exits with the names to choose from when none or several match."""
@@ -218,18 +154,28 @@ def unit_tests_of(modules: set[str]) -> list[str]:
     return sorted(files)
 
 
-def notebook_steps(name: str) -> list[Step]:
-    """The one-notebook check: what a change to one notebook can break, and no more. Its Run All
-    offline (and on emulated Colab), its re-runs, its browser run, nbval on every CPU path, its
-    twin (in step, in nbval, re-run, in the browser), and the unit tests of the helpers it
-    imports; the whole suite stays CI's."""
-    notebook = find_notebook(name)
-    twin = ROOT / "notebooks" / "zh" / notebook.name
-    english, chinese = str(notebook.relative_to(ROOT)), str(twin.relative_to(ROOT))
-    prefix = notebook.stem.split("_")[0] + "_"
-    chosen = {"COURSE_NOTEBOOK": prefix}
+#: The unit tests' selection: every test that runs no notebook and opens no browser.
+UNIT = "not notebooks and not browser and not rerun"
+
+
+def test_steps(notebook: Path | None = None) -> list[Step]:
+    """Every step of `make test`, in the order CONTRIBUTING.md's table lists them.
+
+    With `notebook` (an English notebook), the one-notebook check: the same steps narrowed to
+    what a change to it can break. Its Run All offline (and on emulated Colab), its re-runs, its
+    browser run, nbval on every CPU path, its twin (in step, in nbval, re-run, in the browser), and
+    the unit tests of the helpers it imports in place of every unit test; the whole suite stays
+    CI's."""
     pytest = [PYTHON, "-m", "pytest", "-q"]
-    units = unit_tests_of(imported_helpers(notebook))
+    one = notebook is not None
+    if one:
+        english = [str(notebook.relative_to(ROOT))]
+        chinese = [str((ROOT / "notebooks" / "zh" / notebook.name).relative_to(ROOT))]
+        prefix = notebook.stem.split("_")[0] + "_"
+        chosen = {"COURSE_NOTEBOOK": prefix}
+        whose = "its "
+    else:
+        english, chinese, chosen, whose = _notebooks(), _notebooks("notebooks/zh"), {}, ""
     return [
         LINT,
         Step(
@@ -237,64 +183,107 @@ def notebook_steps(name: str) -> list[Step]:
             "the unit tests of the helpers it imports; both editions in step; its hygiene",
             [
                 *pytest,
-                *units,
+                *unit_tests_of(imported_helpers(notebook)),
                 "tests/tooling/test_editions.py",
                 "tests/test_notebook_hygiene.py",
                 "tests/test_budgets.py",
                 "-m",
-                "not notebooks and not browser and not rerun",
+                UNIT,
                 "-k",
                 f"{prefix} or not ipynb",
             ],
             expected=135,
+        )
+        if one
+        else Step(
+            "unit",
+            "the helpers' behaviour (tests that run no notebook)",
+            [*pytest, "tests", "-m", UNIT],
+            expected=195,
         ),
         Step(
             "notebook runs",
-            "Run All offline, without dot; Colab emulated",
+            "Run All offline, without dot" + ("" if one else ", shuffled") + "; Colab emulated",
             [
                 *pytest,
-                "tests/test_faults.py",
-                "tests/test_colab_emulation.py",
+                *(["tests/test_faults.py", "tests/test_colab_emulation.py"] if one else ["tests"]),
                 "-m",
                 "notebooks and not browser",
             ],
             env=chosen,
-            expected=95,
+            expected=95 if one else 165,
         ),
         Step(
             "rerun",
-            "every cell run twice in a row explains itself; both editions",
-            [*pytest, "tests/test_rerun_notebooks.py", "-m", "rerun", "-k", "explains_itself"],
+            "every cell run twice in a row explains itself; both editions"
+            if one
+            else "every cell of every notebook run twice in a row explains itself; three twins too",
+            [*pytest, "tests/test_rerun_notebooks.py", "-m", "rerun", "-k", "explains_itself"]
+            if one
+            else [*pytest, "tests", "-m", "rerun"],
             env=chosen,
-            expected=85,
+            expected=85 if one else 125,
         ),
-        Step(
-            "browser",
-            "JupyterLab runs it in Chromium; both editions",
-            [*pytest, "tests/browser/test_browser.py", "-k", prefix],
-            env=chosen,
-            expected=95,
+        *(
+            [
+                Step(
+                    "browser",
+                    "JupyterLab runs it in Chromium; both editions",
+                    [*pytest, "tests/browser/test_browser.py", "-k", prefix],
+                    env=chosen,
+                    expected=95,
+                )
+            ]
+            if one
+            else [
+                Step(
+                    "browser-en",
+                    "JupyterLab runs every notebook in Chromium",
+                    [*pytest, "tests", "-m", "browser", "-k", BROWSER_EN],
+                    expected=180,
+                ),
+                Step(
+                    "site",
+                    "the website and the books of both editions: every page read and audited "
+                    "for accessibility in both colour schemes, both PDFs printed and checked",
+                    [*pytest, "tests/browser/test_site.py", "tests/browser/test_pdf.py"],
+                    expected=200,
+                ),
+                Step(
+                    "browser-zh",
+                    "JupyterLab runs the Chinese start page and the twins with widgets in "
+                    "Chromium",
+                    [*pytest, "tests/browser/test_browser.py", "-k", "chinese_notebook"],
+                    expected=55,
+                ),
+            ]
         ),
         *(
             Step(
                 f"nbval-en{suffix}",
-                f"its committed outputs, {kernels}",
-                [PYTHON, *NBVAL, english],
+                f"{whose}committed outputs, {kernels}",
+                [PYTHON, *NBVAL, *english],
                 env=env,
-                expected=15,
+                expected=15 if one else 50,
                 warm_kernels=True,
             )
             for suffix, kernels, env in KERNEL_SETS
         ),
         Step(
             "nbval-zh",
-            "its twin's committed outputs, on plain kernels",
-            [PYTHON, *NBVAL, chinese],
+            ("its twin's committed outputs" if one else "the Chinese twins' committed outputs")
+            + ", on plain kernels",
+            [PYTHON, *NBVAL, *chinese],
             env=PLAIN_KERNELS,
-            expected=15,
+            expected=15 if one else 45,
             warm_kernels=True,
         ),
     ]
+
+
+def notebook_steps(name: str) -> list[Step]:
+    """The one-notebook check of notebook `name` ("07b"): `test_steps` narrowed to it."""
+    return test_steps(find_notebook(name))
 
 
 def check_steps(workers: int = 2) -> list[Step]:

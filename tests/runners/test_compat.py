@@ -97,6 +97,21 @@ def test_torch_index_can_be_overridden():
     assert cpu[cpu.index("--index-url") + 1] == "https://download.pytorch.org/whl/cpu"
 
 
+def test_every_environment_gets_its_packages_through_one_pip_install(monkeypatch):
+    """compat's environments and the Colab emulation's (tests/test_colab_emulation.py) install
+    with `compat.pip_install`: pip's command line is written once."""
+    ran = []
+    monkeypatch.setattr(compat, "_run", lambda command, timeout, **kw: ran.append(command))
+    compat.pip_install(Path("/env/bin/python"), ["torch==2.11.0"], 60)
+    assert ran == [
+        ["/env/bin/python", "-m", "pip", "install", "-q", "--disable-pip-version-check",
+         "torch==2.11.0"]
+    ]  # fmt: skip
+    files = ("tests/runners/compat.py", "tests/test_colab_emulation.py")
+    installs = [(ROOT / f).read_text(encoding="utf-8").count('"install"') for f in files]
+    assert installs == [1, 0]  # pip_install's own line, and nothing else
+
+
 def test_a_notebook_fails_on_an_error_or_on_stderr():
     ok = compat.judge({"notebook": "a", "error": None, "stderr": [], "seconds": 2.5})
     assert ok.ok and compat.cell(ok) == "pass 2.5 s"

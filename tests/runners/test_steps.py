@@ -191,3 +191,14 @@ def test_steps_side_by_side_share_the_cores_out(monkeypatch):
     assert "OMP_NUM_THREADS" not in steps.step_environment(step)
     monkeypatch.setenv("OMP_NUM_THREADS", "3")  # the maintainer's own choice stands
     assert steps.step_environment(step, threads=1)["OMP_NUM_THREADS"] == "3"
+
+
+def test_make_test_and_the_one_notebook_check_are_one_list_of_steps():
+    """The one-notebook check is `make test`'s steps narrowed to one notebook, written once:
+    every step of tests/runners/steps.py has a name of its own."""
+    named = re.findall(r'Step\(\s*f?"([^"]+)"', (ROOT / "tests/runners/steps.py").read_text())
+    assert len(named) == len(set(named)) >= 10, named
+    whole = [s.name for s in steps.test_steps()]
+    one = [s.name for s in steps.notebook_steps("07b")]
+    assert whole[:2] == ["lint", "unit"] and whole[4:7] == ["browser-en", "site", "browser-zh"]
+    assert one == ["lint", "its helpers", *whole[2:4], "browser", *whole[7:]]

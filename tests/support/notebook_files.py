@@ -1,5 +1,6 @@
-"""The course's notebooks, for parametrized tests."""
+"""The course's notebooks, for parametrized tests, and their code cells as Python."""
 
+import ast
 import os
 from pathlib import Path
 
@@ -33,3 +34,15 @@ def chosen_twins(prefixes: tuple[str, ...]) -> list[Path]:
     return [
         FOLDER / "zh" / p.name for p in CHOSEN if one_notebook or p.name.startswith(prefixes)
     ]
+
+
+def cell_tree(code: str) -> ast.Module | None:
+    """A code cell's Python syntax tree, its IPython `%` and `!` lines left out; None when the
+    rest does not parse."""
+    source = "\n".join(
+        line for line in code.splitlines() if not line.lstrip().startswith(("%", "!"))
+    )
+    try:
+        return ast.parse(source)
+    except SyntaxError:
+        return None
