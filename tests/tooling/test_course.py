@@ -265,12 +265,16 @@ def test_start_here_counts_the_notebooks_it_opens():
     import nbformat
 
     nb = nbformat.read(course.NOTEBOOKS / "00_start_here.ipynb", as_version=4)
-    words = {15: "Fifteen", 16: "Sixteen", 17: "Seventeen"}
+    twin = nbformat.read(course.NOTEBOOKS / "zh" / "00_start_here.ipynb", as_version=4)
+    words = {15: "Fifteen", 16: "Sixteen", 17: "Seventeen", 18: "Eighteen", 19: "Nineteen"}
     paths = course.notebook_paths()
     optional = sum(course.notebook_title(p).startswith("Optional") for p in paths)
-    numbers = {4: "four", 5: "five", 6: "six"}
-    said = f"{words[len(paths)]} notebooks (00 to {course.notebook_key(paths[-1])}, "
+    numbers = {4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight"}
+    last = course.notebook_key(paths[-1])
+    said = f"{words[len(paths)]} notebooks (00 to {last}, "
     assert said + f"{numbers[optional]} of them optional)" in nb.cells[0].source
+    said_zh = f"{len(paths)} 个笔记本（00 到 {last}，其中 {optional} 个是选修）"
+    assert said_zh in twin.cells[0].source
 
 
 def test_the_table_of_contents_gives_each_notebook_and_the_course_a_time():
