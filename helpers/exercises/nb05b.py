@@ -199,14 +199,16 @@ def first_difference(
     module: Any, exercise: int | None = None
 ) -> tuple[int, Rule, list[str]] | None:
     """The first rule (of exercises 1 to `exercise`, or of all) on which `module` and torch
-    differ: (its number among them, the rule, what differs), or None when they agree on all."""
+    differ: (its number in the whole list of rules, the rule, what differs), or None when they
+    agree on all. A rule keeps its number whichever exercise's rules are run."""
     engine = _as_engine(module)
     torch_side = torch_engine()
-    for number, rule in enumerate(rules(exercise), start=1):
+    numbers = {rule.id: number for number, rule in enumerate(rules(), start=1)}
+    for rule in rules(exercise):
         with torch.random.fork_rng(devices=[]):
             lines = _difference(rule, engine, torch_side)
         if lines is not None:
-            return number, rule, lines
+            return numbers[rule.id], rule, lines
     return None
 
 
@@ -228,7 +230,7 @@ def check_engine(module: Any, exercise: int | None = None) -> CheckResult:
     if found is None:
         return feedback([], success=say(TEXT, "feedback.success", total=total))
     number, rule, lines = found
-    head = say(TEXT, "feedback.differs", number=number, total=total, rule=rule.sentence)
+    head = say(TEXT, "feedback.differs", number=number, total=len(rules()), rule=rule.sentence)
     where = say(TEXT, "feedback.taught", notebook=rule.notebook, cell=rule.cell)
     return feedback([head, *lines, where])
 

@@ -404,7 +404,17 @@ def test_a_rule_of_a_later_exercise_is_not_run_before_it():
     assert result.ok, text(result)
     assert not nb05b.check_engine(broken("hook-post-accumulate"), exercise=8).ok
     lines = said(nb05b.check_engine(broken("leaf-result"), exercise=1))
-    assert lines[0].startswith("Rule 2 of 9 differs: An operation with an input")
+    assert lines[0].startswith(f"Rule 2 of {len(MUTANTS)} differs: An operation with an input")
+
+
+def test_a_rule_keeps_its_number_in_the_whole_list_whichever_exercise_runs_it():
+    every = [r.id for r in nb05b.rules()]
+    chosen = [r.id for r in nb05b.rules(7)]
+    moved = [i for n, i in enumerate(chosen) if every.index(i) != n]  # after a rule of exercise 8
+    assert moved  # else this test could not tell the two numberings apart
+    for rule_id in (moved[0], moved[-1]):
+        lines = said(nb05b.check_engine(broken(rule_id), exercise=7))
+        assert lines[0].startswith(f"Rule {every.index(rule_id) + 1} of {len(every)} differs:")
 
 
 def test_there_are_forty_rules_or_more_each_taught_by_a_cell_of_notebooks_01_to_05():
