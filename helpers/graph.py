@@ -4,6 +4,12 @@
 with deterministic ids (n0, n1, ... in the order they are first met), so the same code always gives
 the same DOT text. `show_graph` draws that data with torchviz's colours and a legend, and shows a
 plain-text rendering (plus what to install) when the `dot` program is missing.
+
+Both walk any tensor of torch's shape, not only torch's own (notebook 05b draws the learner's
+engine beside torch): an object with `grad_fn` and `requires_grad` (and an array in `.data` or a
+`.shape`), whose grad_fn, when not None, has `next_functions` ((node, index) pairs) and `name()`,
+and a leaf's AccumulateGrad node its `variable`. Such a node is labelled by its `name()`, without
+a namespace ("torch::autograd::AccumulateGrad" is AccumulateGrad), as torch's are by their type.
 """
 
 from __future__ import annotations
@@ -36,6 +42,10 @@ __all__ = [
 ]
 
 SAVED_PREFIX = "_saved_"
+#: What an object needs to be drawn as a tensor (torch's, or an engine's of your own), and what its
+#: grad_fn needs to be drawn as a backward function: the attributes torch's have.
+TENSOR_SHAPE = ("grad_fn", "requires_grad")
+NODE_SHAPE = ("next_functions", "name")
 MAX_TEXT_LINES = 120
 MAX_TEXT_DEPTH = 24
 
@@ -142,10 +152,51 @@ class GraphData:
         return [n.label for n in self.nodes if n.kind == "function"]
 
 
+def _lacks(obj: object, names: tuple[str, ...]) -> list[str]:
+    """The attributes of `names` that `obj` does not have."""
+    return [name for name in names if not hasattr(obj, name)]
+
+
+def _is_tensor(obj: object) -> bool:
+    """Whether `obj` is drawn as a tensor: torch's, or one of torch's shape (`TENSOR_SHAPE`)."""
+    return isinstance(obj, torch.Tensor) or not _lacks(obj, TENSOR_SHAPE)
+
+
+def _shape(t: object) -> tuple[int, ...] | None:
+    """A tensor's shape: torch's, or an engine tensor's `.shape` or `.data.shape`; None if none."""
+    if isinstance(t, torch.Tensor):
+        return tuple(t.shape)
+    for holder in (t, getattr(t, "data", None)):
+        shape = getattr(holder, "shape", None)
+        if shape is not None:
+            return tuple(int(size) for size in shape)
+    return None
+
+
+def _function_label(fn: object) -> str:
+    """A backward function's label: torch's by its type, an engine's by its name() without a
+    namespace; an object without `NODE_SHAPE` is refused, saying what it lacks."""
+    if isinstance(fn, torch.autograd.graph.Node):
+        return type(fn).__name__
+    missing = _lacks(fn, NODE_SHAPE)
+    if missing:
+        raise TypeError(
+            f"a grad_fn in this graph is {a_type(fn)} without {' and '.join(missing)}: a "
+            "backward function needs next_functions, a tuple of (node, index) pairs, and "
+            "name(), as torch's have"
+        )
+    return str(fn.name()).rsplit("::", 1)[-1]
+
+
 def _name_map(params: object) -> dict[int, str]:
-    """Map id(tensor) -> name, from any form `helpers.naming` accepts."""
+    """Map id(tensor) -> name, from any form `helpers.naming` accepts (or a dict of tensors of
+    an engine's own, `TENSOR_SHAPE`)."""
     if params is None:
         return {}
+    if isinstance(params, dict) and params and all(
+        _is_tensor(v) and not isinstance(v, torch.Tensor) for v in params.values()
+    ):
+        return {id(t): str(name) for name, t in params.items()}
     named = named_tensors(params, "params", example=PARAMS_EXAMPLE)
     return {id(t): name for name, t in named.items()}
 
@@ -180,7 +231,10 @@ class _Builder:
         shown = self.names.get(id(t), "")
         if name:
             shown = f"{name} = {shown}" if shown else name
-        shape = phrase(None, shape_text(t))  # "scalar" in the learner's language
+        sizes = _shape(t)
+        if sizes is None:  # an engine's tensor that holds no shape
+            return shown
+        shape = phrase(None, shape_text(sizes))  # "scalar" in the learner's language
         return f"{shown}\n{shape}" if shown else shape
 
     def add_root(self, t: torch.Tensor) -> None:
@@ -190,12 +244,12 @@ class _Builder:
         if t.grad_fn is None:
             note = say("common", "graph.root_leaf" if t.requires_grad else "graph.root_no_graph")
             label = f"{label}\n[{note}]"
-        root = self.add_node(t, "output", label, tuple(t.shape))
+        root = self.add_node(t, "output", label, _shape(t))
         self.data.roots.append(root)
         if t.grad_fn is not None:
             self.add_function_tree(t.grad_fn)
             self.data.edges.append(GraphEdge(self.id_of(t.grad_fn), root))
-        if t._is_view() and t._base is not None:
+        if isinstance(t, torch.Tensor) and t._is_view() and t._base is not None:
             self.add_view_base(t._base, root)
 
     def add_view_base(self, base: torch.Tensor, view_id: str) -> None:
@@ -214,14 +268,13 @@ class _Builder:
             if id(fn) in self._walked:
                 continue
             self._walked.add(id(fn))
-            fn_id = self.add_node(fn, "function", type(fn).__name__)
+            fn_id = self.add_node(fn, "function", _function_label(fn))
             if self.show_saved:
                 self.add_saved(fn, fn_id)
             variable = getattr(fn, "variable", None)
-            if isinstance(variable, torch.Tensor):
-                var_id = self.add_node(
-                    variable, "leaf", self.tensor_label(variable), tuple(variable.shape)
-                )
+            if variable is not None and _is_tensor(variable):
+                label = self.tensor_label(variable)
+                var_id = self.add_node(variable, "leaf", label, _shape(variable))
                 self.data.edges.append(GraphEdge(var_id, fn_id))
             children = [u for u, _ in getattr(fn, "next_functions", ()) if u is not None]
             for child in children:
@@ -252,19 +305,32 @@ class _Builder:
 
 
 def _check_roots(roots: tuple[object, ...], func: str) -> list[torch.Tensor]:
+    """The tensors to draw, flattened: torch's, or of torch's shape (`TENSOR_SHAPE`, and a
+    grad_fn of `NODE_SHAPE`); anything else is refused, saying what it lacks."""
     if not roots:
         raise TypeError(f"{func}() needs at least one tensor, e.g. {func}(loss)")
     flat: list[object] = []
     for r in roots:
         flat.extend(r if isinstance(r, (tuple, list)) else [r])
     for i, r in enumerate(flat, start=1):
-        if not isinstance(r, torch.Tensor):
-            shown = repr(r)
-            shown = shown if len(shown) <= 40 else shown[:37] + "..."
+        if isinstance(r, torch.Tensor):
+            continue
+        shown = repr(r)
+        shown = shown if len(shown) <= 40 else shown[:37] + "..."
+        missing = _lacks(r, TENSOR_SHAPE)
+        if len(missing) == len(TENSOR_SHAPE):  # nothing of a tensor
             raise TypeError(
                 f"{func}() expects tensors; argument {i} is {a_type(r)} ({shown}). "
                 f"Pass the tensor whose graph you want, e.g. {func}(loss)"
             )
+        if missing:
+            raise TypeError(
+                f"{func}() expects tensors; argument {i} is {a_type(r)} ({shown}) without "
+                f"{missing[0]}: a tensor of your own engine needs grad_fn and requires_grad, as "
+                "torch's has"
+            )
+        if r.grad_fn is not None:  # type: ignore[attr-defined]
+            _function_label(r.grad_fn)  # type: ignore[attr-defined]
     return flat  # type: ignore[return-value]
 
 

@@ -31,6 +31,7 @@ except ModuleNotFoundError:  # Python 3.10
 __all__ = [
     "LANGUAGES",
     "TEXT_ROOT",
+    "article",
     "english_hash",
     "fill",
     "heading",
@@ -54,8 +55,22 @@ TRANSLATION_MARK = "en"
 _current = ["en"]
 #: `{{` and `}}` are literal braces; `{...}` is a placeholder.
 _PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([^{}]+)\}")
-#: "a {type}" in English: "an" before a type whose name starts with a, e, i or o ("an int").
+#: "a {type}" in English: "an" where the type's name is said starting with a vowel (`article`).
 _A_TYPE = re.compile(r"\ba \{type\}")
+#: Letters whose names start with a vowel sound ("ef", "em", "en"): said as letters, as at the
+#: start of an abbreviation, they take "an".
+_VOWEL_SOUNDED_LETTERS = "fhlmnrsx"
+
+
+def article(name: str) -> str:
+    """The English article of a type's name, by sound: "an" before a, e, i or o ("an int") and
+    before an abbreviation said from such a letter ("an MSELoss", "an ndarray"), else "a" ("a
+    uint8", "a NoneType", "a str")."""
+    first = name[:1].lower()
+    if first in ("a", "e", "i", "o"):
+        return "an"
+    abbreviation = name[:2].isupper() or name.startswith("nd")  # ndarray: "en-dee-array"
+    return "an" if first and abbreviation and first in _VOWEL_SOUNDED_LETTERS else "a"
 
 
 def set_language(code: str) -> None:
@@ -149,7 +164,7 @@ def say_in(code: str, file: str, key: str, /, **values: Any) -> str:
     missing = placeholders(template) - values.keys()
     if missing:
         raise KeyError(f"{file}:{key} needs {sorted(missing)}; got {sorted(values)}")
-    if str(values.get("type"))[:1].lower() in ("a", "e", "i", "o"):  # not "a uint8"
+    if "type" in values and article(str(values["type"])) == "an":  # not "a int", "a uint8"
         template = _A_TYPE.sub("an {type}", template)
     return fill(template, lambda field: str(values[field]))
 

@@ -50,7 +50,12 @@ def named_tensors(
 
 
 def a_type(value: object) -> str:
-    """The name of `value`'s type with its English article: "an int", "a list" (not "u": "a
-    uint8")."""
+    """The name of `value`'s type with its English article, by sound: "an int", "a list", "a
+    uint8", "an ndarray", "an MSELoss". The rule is `helpers.language.article`'s, written again
+    here so that this module, on the lowest floor of the imports, imports no helper (a test
+    holds the two to the same answers)."""
     name = type(value).__name__
-    return f"{'an' if name[:1].lower() in ('a', 'e', 'i', 'o') else 'a'} {name}"
+    first = name[:1].lower()
+    abbreviation = name[:2].isupper() or name.startswith("nd")  # ndarray: "en-dee-array"
+    vowel = first in ("a", "e", "i", "o") or (abbreviation and first and first in "fhlmnrsx")
+    return f"{'an' if vowel else 'a'} {name}"

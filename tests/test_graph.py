@@ -5,6 +5,7 @@ import warnings
 from collections import Counter
 
 import graphviz
+import numpy as np
 import pytest
 import torch
 
@@ -612,3 +613,60 @@ def test_the_titles_font_is_the_chinese_one_only_in_chinese():
         assert graph_module.title_font() == graph_module.CHINESE_TITLE_FONT
     finally:
         set_language("en")
+
+
+class _EngineNode:
+    """A backward function of an engine of one's own: only what torch's nodes have."""
+
+    def __init__(self, name, *inputs):
+        self._name = name
+        self.next_functions = tuple((node, 0) for node in inputs)
+
+    def name(self):
+        return self._name
+
+
+class _EngineTensor:
+    """A tensor of an engine of one's own: an array in .data, requires_grad and grad_fn."""
+
+    def __init__(self, data, grad_fn=None, requires_grad=False):
+        self.data, self.grad_fn, self.requires_grad = np.asarray(data), grad_fn, requires_grad
+
+
+def test_a_graph_of_torchs_shape_from_another_engine_draws_as_torchs_does():
+    w = torch.tensor([[1.0, 2.0]], requires_grad=True)
+    y = (w * 3).sum()
+    leaf = _EngineTensor([[1.0, 2.0]], requires_grad=True)
+    accumulate = _EngineNode("torch::autograd::AccumulateGrad")
+    accumulate.variable = leaf
+    mul = _EngineNode("MulBackward0", accumulate, None)
+    ours = _EngineTensor(9.0, _EngineNode("SumBackward0", mul), requires_grad=True)
+    theirs = show_graph(y, params={"w": w, "y": y})
+    drawn = show_graph(ours, params={"w": leaf, "y": ours})
+    assert drawn.text() == theirs.text()
+    assert drawn.data.function_names() == ["SumBackward0", "MulBackward0", "AccumulateGrad"]
+    assert drawn.data.node("n4").label == "w\n[1, 2]"  # the leaf, named, with its array's shape
+
+
+def test_an_object_without_torchs_shape_is_refused_saying_what_it_lacks():
+    class NoFlag:
+        grad_fn = None
+
+    with pytest.raises(TypeError) as no_flag:
+        show_graph(NoFlag())
+    assert "without requires_grad: a tensor of your own engine needs grad_fn and" in str(
+        no_flag.value
+    )
+
+    class Nameless:
+        next_functions = ()
+
+    with pytest.raises(TypeError) as nameless:
+        show_graph(_EngineTensor(1.0, Nameless(), True))
+    assert str(nameless.value) == (
+        "a grad_fn in this graph is a Nameless without name: a backward function needs "
+        "next_functions, a tuple of (node, index) pairs, and name(), as torch's have"
+    )
+    deep = _EngineTensor(1.0, _EngineNode("SumBackward0", object()), True)
+    with pytest.raises(TypeError, match="is an object without next_functions and name"):
+        show_graph(deep)

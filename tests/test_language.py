@@ -70,6 +70,9 @@ def test_a_type_starting_with_a_vowel_takes_an():
     for kind in ("array", "ellipsis", "int", "object", "Ellipsis"):
         assert said(kind) == f"one_graph is an {kind}, not a function"
     assert said("uint8") == "one_graph is a uint8, not a function"  # said "you-int"
+    assert said("ndarray") == "one_graph is an ndarray, not a function"  # said "en-dee-array"
+    assert said("MSELoss") == "one_graph is an MSELoss, not a function"
+    assert said("NoneType") == "one_graph is a NoneType, not a function"
     assert said("float") == "one_graph is a float, not a function"
     assert said("") == "one_graph is a , not a function"  # no name: no vowel
     assert say("common", "checks.as_expected", name="int", message="m") == "int (as expected): m"

@@ -299,8 +299,9 @@ def notebook_key(path: Path) -> str:
 
 def _runs(keys: list[str], edition: str) -> str:
     """Notebook numbers as a reader says them: runs of the course's order joined ("00 to 06, 08
-    and 10"; in Chinese "00 到 06、08 和 10")."""
-    order = [notebook_key(p) for p in notebook_paths()]
+    and 10"; in Chinese "00 到 06、08 和 10"). A lettered notebook not among them (05b, an
+    optional one) does not break a run: 05 and 06 still follow each other."""
+    order = [k for k in map(notebook_key, notebook_paths()) if k in keys or k.isdigit()]
     runs: list[list[str]] = []
     for key in order:
         if key in keys:

@@ -2,9 +2,11 @@
 
 The rules are data, `[rules]` of helpers/text/en/05b_build_the_engine.toml: each a claim of
 notebooks 01-05, a small program written against a minimal torch-like API (`Tensor(data,
-requires_grad=...)`, `relu`, `tanh`, `exp`, `no_grad`), and the cell that teaches it. Each program
-runs once on torch (in float64) and once on the learner's engine; the first rule whose
-observations differ is reported, in the learner's words.
+requires_grad=...)`, `relu`, `tanh`, `exp`, `no_grad`), the cell that teaches it, and the exercise
+of notebook 05b after which an engine can obey it. Each program runs once on torch (in float64)
+and once on the learner's engine; the first rule whose observations differ is reported, in the
+learner's words. After exercise N, `check_engine(globals(), exercise=N)` runs only the rules of
+exercises 1 to N: what the engine built so far can pass.
 """
 
 from __future__ import annotations
@@ -19,13 +21,16 @@ from typing import Any
 import torch
 
 from helpers.checks import CheckResult, feedback
+from helpers.display import Figure, drawn_in_language, figure_words
 from helpers.language import say, table, translated_table
 
 __all__ = [
     "API",
+    "EXERCISES",
     "Rule",
     "check_engine",
     "first_difference",
+    "loss_figure",
     "observe",
     "rules",
     "run_rule",
@@ -36,13 +41,16 @@ __all__ = [
 TEXT = "05b_build_the_engine"
 #: What a rule's program may use of an engine.
 API = ("Tensor", "relu", "tanh", "exp", "no_grad")
+#: How many exercises build the engine: after the last, every rule is checked.
+EXERCISES = 8
 #: How close two numbers must be to count as the same observation.
 REL_TOL, ABS_TOL = 1e-6, 1e-9
 
 
 @dataclass(frozen=True)
 class Rule:
-    """One rule: its id, sentence, program, the error torch raises (type, words) and its cell."""
+    """One rule: its id, sentence, program, the error torch raises (type, words), its cell, and
+    the exercise after which an engine can obey it."""
 
     id: str
     sentence: str
@@ -50,16 +58,32 @@ class Rule:
     raises: tuple[str, str] | None
     notebook: str
     cell: str
+    exercise: int
 
 
-def rules() -> list[Rule]:
-    """The rules in the order they are checked, their sentences in the current language."""
+def _exercise(exercise: int | None) -> int:
+    """The exercise whose rules (with every earlier exercise's) are checked: 1 to EXERCISES."""
+    if exercise is None:
+        return EXERCISES
+    if isinstance(exercise, bool) or not isinstance(exercise, int) or not 0 < exercise <= EXERCISES:
+        raise ValueError(f"exercise is a number from 1 to {EXERCISES}, got {exercise!r}")
+    return exercise
+
+
+def rules(exercise: int | None = None) -> list[Rule]:
+    """The rules in the order they are checked, their sentences in the current language: every
+    rule, or those of exercises 1 to `exercise`."""
+    last = _exercise(exercise)
     found = []
     for rule_id, entry in table(TEXT, "rules").items():
+        if entry["exercise"] > last:
+            continue
         sentence = translated_table(TEXT, f"rules.{rule_id}")["rule"]
         raises = tuple(entry["raises"]) if "raises" in entry else None
         notebook, cell = entry["see"]
-        found.append(Rule(rule_id, sentence, entry["code"], raises, notebook, cell))
+        found.append(
+            Rule(rule_id, sentence, entry["code"], raises, notebook, cell, entry["exercise"])
+        )
     return found
 
 
@@ -171,30 +195,61 @@ def _difference(rule: Rule, engine: Any, torch_side: Any) -> list[str] | None:
     ]
 
 
-def first_difference(module: Any) -> tuple[int, Rule, list[str]] | None:
-    """The first rule on which `module` and torch differ: (its number, the rule, what differs),
-    or None when they agree on every rule."""
+def first_difference(
+    module: Any, exercise: int | None = None
+) -> tuple[int, Rule, list[str]] | None:
+    """The first rule (of exercises 1 to `exercise`, or of all) on which `module` and torch
+    differ: (its number in the whole list of rules, the rule, what differs), or None when they
+    agree on all. A rule keeps its number whichever exercise's rules are run."""
     engine = _as_engine(module)
     torch_side = torch_engine()
-    for number, rule in enumerate(rules(), start=1):
+    numbers = {rule.id: number for number, rule in enumerate(rules(), start=1)}
+    for rule in rules(exercise):
         with torch.random.fork_rng(devices=[]):
             lines = _difference(rule, engine, torch_side)
         if lines is not None:
-            return number, rule, lines
+            return numbers[rule.id], rule, lines
     return None
 
 
-def check_engine(module: Any) -> CheckResult:
-    """Run every rule on torch and on `module` (an engine module, or a notebook's globals()),
-    in order; report the first rule where they differ. Never raises on a broken engine."""
+def check_engine(module: Any, exercise: int | None = None) -> CheckResult:
+    """Run the rules on torch and on `module` (an engine module, or a notebook's globals()), in
+    order: those of exercises 1 to `exercise`, or every rule; report the first rule where they
+    differ. Never raises on a broken engine."""
+    last = _exercise(exercise)
     engine = _as_engine(module)
     if engine is None or not hasattr(engine, "Tensor"):
         return feedback([say(TEXT, "feedback.not_an_engine", type=type(module).__name__)])
-    total = len(rules())
-    found = first_difference(engine)
+    total = len(rules(last))
+    found = first_difference(engine, last)
+    if found is None and last < EXERCISES:
+        left = len(rules()) - total
+        return feedback(
+            [], success=say(TEXT, "feedback.success_so_far", total=total, exercise=last, left=left)
+        )
     if found is None:
         return feedback([], success=say(TEXT, "feedback.success", total=total))
     number, rule, lines = found
-    head = say(TEXT, "feedback.differs", number=number, total=total, rule=rule.sentence)
+    head = say(TEXT, "feedback.differs", number=number, total=len(rules()), rule=rule.sentence)
     where = say(TEXT, "feedback.taught", notebook=rule.notebook, cell=rule.cell)
     return feedback([head, *lines, where])
+
+
+@drawn_in_language
+def loss_figure(torch_losses: list[float], engine_losses: list[float]) -> Figure:
+    """Both trainings' loss curves in one plot: torch's wide and pale, the engine's on top."""
+    from matplotlib.figure import Figure as MplFigure
+
+    fig = MplFigure(figsize=(5.5, 3.2))
+    ax = fig.add_subplot()
+    steps = range(1, len(torch_losses) + 1)
+    ax.plot(steps, torch_losses, "o-", color="#1f77b4", lw=4, alpha=0.45, label="torch")
+    label = figure_words("your_engine")
+    ax.plot(range(1, len(engine_losses) + 1), engine_losses, "x--", color="#d62728", label=label)
+    ax.set_xlabel(figure_words("training_step"))
+    ax.set_ylabel(figure_words("loss"))
+    ax.set_title(figure_words("engine_losses_title"))
+    ax.grid(alpha=0.3)
+    ax.legend()
+    description = say("common", "figures.engine_losses_description", steps=len(torch_losses))
+    return Figure(fig, description=description)

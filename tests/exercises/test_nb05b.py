@@ -1,8 +1,10 @@
 """Notebook 05b's checker: the rules run on torch and on an engine, the first difference named.
 
-The reference engine (tests/exercises/engine_reference.py) passes every rule and trains a
-two-layer network to torch's loss curve; each rule is seen failing on a copy of it with one bug,
-and named first (`MUTANTS`: the source edits that make each broken copy)."""
+The reference engine is the notebook's own (tests/exercises/engine_reference.py reads its given
+cells and its solutions): it passes every rule, each exercise's rules as it stands after that
+exercise, and trains a two-layer network to torch's loss curve; each rule is seen failing on a
+copy of it with one bug, and named first (`MUTANTS`: the source edits that make each broken
+copy)."""
 
 from __future__ import annotations
 
@@ -21,50 +23,53 @@ from tests.exercises import engine_reference
 from tests.exercises.common import text
 
 ROOT = Path(__file__).resolve().parents[2]
-REFERENCE = Path(engine_reference.__file__)
+#: The notebook's whole engine, built once.
+REFERENCE = engine_reference.engine()
 
 MUTANTS: dict[str, list[tuple[str, str]]] = {
     "leaf-created": [
         ("        self._requires_grad = requires_grad\n", "        self._requires_grad = False\n"),
     ],
-    "leaf-result": [("    out._requires_grad = True\n", "    out._requires_grad = False\n")],
+    "leaf-result": [
+        ("        out._requires_grad = True\n", "        out._requires_grad = False\n")
+    ],
     "leaf-no-input-requires": [
         (
-            "if not (_recording[0] and any(t.requires_grad for t in inputs)):",
-            "if not _recording[0]:",
+            "return RECORDING[0] and any(t.requires_grad for t in inputs)",
+            "return RECORDING[0]",
         ),
     ],
     "leaf-one-input-enough": [("any(t.requires_grad for t in inputs)", "inputs[0].requires_grad")],
     "leaf-chain": [
         (
-            'return _unary(t, np.tanh(t.data), "TanhBackward0", lambda out: 1.0 - out * out)',
+            'return unary(t, np.tanh(t.data), "TanhBackward0", lambda y: 1.0 - y * y)',
             "return Tensor(np.tanh(t.data))",
         ),
     ],
-    "leaf-set-flag": [("        self._requires_grad = value\n", "        pass\n")],
+    "leaf-set-flag": [
+        (
+            'leaf variables.")\n    self._requires_grad = value\n',
+            'leaf variables.")\n    pass\n',
+        ),
+    ],
     "leaf-flag-of-result": [
         (
-            '        if not self.is_leaf:\n            raise RuntimeError("you can',
-            '        if False:\n            raise RuntimeError("you can',
+            '    if not self.is_leaf:\n        raise RuntimeError("you can',
+            '    if False:\n        raise RuntimeError("you can',
         ),
     ],
-    "no-grad-not-recorded": [("        _recording[0] = False\n", "        _recording[0] = True\n")],
-    "no-grad-ends": [
-        ("        _recording[0] = self.before\n", "        _recording[0] = exc[0] is None\n"),
+    "no-grad-not-recorded": [
+        ("RECORDING[0] = RECORDING[0], False", "RECORDING[0] = RECORDING[0], True"),
     ],
-    "grad-fn-name": [('"MulBackward0", (a, b)', '"MulBackward", (a, b)')],
+    "no-grad-ends": [("RECORDING[0] = self.before", "RECORDING[0] = error[0] is None")],
+    "grad-fn-name": [('"MulBackward0", np.multiply', '"MulBackward", np.multiply')],
     "grad-fn-names": [('"SubBackward0"', '"SubBackward"')],
-    "grad-none-before": [("        self.grad = None\n", "        self.grad = 0.0\n")],
+    "grad-none-before": [("        self.grad = None  #", "        self.grad = 0.0  #")],
     "backward-fills-leaves": [
-        (
-            "ga = _unbroadcast(g * found[id(b)], a.data.shape)",
-            "ga = _unbroadcast(g * found[id(a)], a.data.shape)",
-        ),
+        ("ga = _unbroadcast(grad_a(g, saved.pop(0))", "ga = _unbroadcast(grad_a(g, saved.pop(1))"),
     ],
     "backward-leaf-without-grad": [("    if not t.requires_grad:\n        return None\n", "")],
-    "next-functions-leaf": [
-        ('super().__init__("torch::autograd::AccumulateGrad"', 'super().__init__("LeafBackward0"'),
-    ],
+    "next-functions-leaf": [('"torch::autograd::AccumulateGrad"', '"LeafBackward0"')],
     "next-functions-pairs": [
         (
             "tuple((_edge(t), 0) for t in inputs)",
@@ -74,136 +79,137 @@ MUTANTS: dict[str, list[tuple[str, str]]] = {
     "accumulate-variable": [("    if t._accumulate is None:\n", "    if True:\n")],
     "backward-non-leaf-none": [
         (
-            "    out.grad_fn = Node(name, inputs, backward, saved)\n",
+            "        out.grad_fn = Node(name, inputs, backward, saved)\n",
             (
-                "    out.grad_fn = Node(name, inputs, backward, saved)\n"
-                "    out.grad_fn.retained = out\n"
+                "        out.grad_fn = Node(name, inputs, backward, saved)\n"
+                "        out.grad_fn.retained = out\n"
             ),
         ),
     ],
     "backward-changes-no-value": [
         (
-            "        leaf.grad = Tensor(grad) if leaf.grad is None",
-            "        leaf.data -= grad\n        leaf.grad = Tensor(grad) if leaf.grad is None",
+            "\n    leaf.grad = Tensor(grad) if leaf.grad is None",
+            "\n    leaf.data -= grad\n    leaf.grad = Tensor(grad) if leaf.grad is None",
         ),
     ],
     "backward-gradient": [
         (
-            "grads = {root: np.asarray(_wrap(gradient).data, dtype=float)}",
-            "grads = {root: np.ones_like(self.data)}",
+            "return np.ones_like(self.data) if gradient is None else _wrap(gradient).data",
+            "return np.ones_like(self.data)",
         ),
     ],
-    "backward-scalar-only": [("if self.data.size != 1:", "if False:")],
+    "backward-scalar-only": [("if gradient is None and self.data.size != 1:", "if False:")],
     "backward-keyword": [
         (
             "def backward(self, gradient=None, retain_graph=False):\n",
-            "def backward(self, grad=None, retain_graph=False):\n        gradient = grad\n",
+            "def backward(self, grad=None, retain_graph=False):\n    gradient = grad\n",
         ),
     ],
     "backward-implicit-one": [
-        ("        if gradient is None:\n", "        if gradient is None or self.data.size == 1:\n"),
-    ],
-    "backward-once-per-node": [
-        ("if waiting[child] == 0 and child in grads:", "if child in grads:"),
-    ],
-    "backward-through-every-op": [("lambda out: 1.0 - out * out", "lambda out: 1.0 - out")],
-    "backward-order": [
         (
-            "heapq.heappush(ready, (-child.priority, next(ties), child))",
-            "ready.append((0, next(ties), child))",
+            "np.ones_like(self.data) if gradient is None else",
+            "np.ones_like(self.data) if gradient is None or self.data.size == 1 else",
         ),
     ],
+    "backward-once-per-node": [
+        ("if users[child] == 0 and child in grads:", "if child in grads:"),
+    ],
+    "backward-through-every-op": [("lambda y: 1.0 - y * y", "lambda y: 1.0 - y")],
+    "backward-order": [("node = max(ready, key=lambda n: n.order)", "node = ready[0]")],
     "accumulate-new-graph": [
         (
-            "leaf.grad = Tensor(grad) if leaf.grad is None else Tensor(leaf.grad.data + grad)",
-            "leaf.grad = Tensor(grad)",
+            "\n    leaf.grad = Tensor(grad) if leaf.grad is None else Tensor(leaf.grad.data"
+            " + grad)",
+            "\n    leaf.grad = Tensor(grad)",
         ),
     ],
     "accumulate-set-none": [
         (
-            "leaf.grad = Tensor(grad) if leaf.grad is None else Tensor(leaf.grad.data + grad)",
+            "\n    leaf.grad = Tensor(grad) if leaf.grad is None else Tensor(leaf.grad.data"
+            " + grad)",
             (
-                'self.total = grad if getattr(self, "total", None) is None else self.to'
+                '\n    self.total = grad if getattr(self, "total", None) is None else self.to'
                 "tal + grad\n"
-                "        leaf.grad = Tensor(self.total)"
+                "    leaf.grad = Tensor(self.total)"
             ),
         ),
     ],
-    "free-second-backward": [("            self.saved = None\n", "            pass\n")],
+    "free-second-backward": [
+        ("        self.saved = None  # the node and its links stay\n", "        pass\n"),
+    ],
     "free-shared-part": [
         (
             (
-                "        saved = [t for t, needs in ((b, a.requires_grad), (a, b.requir"
-                "es_grad)) if needs]\n"
-                "        def backward(g, *s):\n"
-                "            found = dict(zip([id(t) for t in saved], s, strict=True))\n"
-                "            ga = g @"
+                "        ga = _unbroadcast(grad_a(g, saved.pop(0)), a.data.shape) if need_a else "
+                "None\n"
+                "        gb = _unbroadcast(grad_b(g, saved.pop(0)), b.data.shape) if need_b else "
+                "None\n"
             ),
             (
-                "        saved = []\n"
-                "        def backward(g, *s):\n"
-                "            found = {id(a): a.data, id(b): b.data}\n"
-                "            ga = g @"
+                "        ga = _unbroadcast(grad_a(g, b.data), a.data.shape) if need_a else None\n"
+                "        gb = _unbroadcast(grad_b(g, a.data), b.data.shape) if need_b else None\n"
             ),
         ),
+        (
+            "backward, [b] * need_a + [a] * need_b)",
+            'backward, ([b] * need_a + [a] * need_b) * (name == "MulBackward0"))',
+        ),
     ],
-    "free-nothing-saved": [("if not retain_graph and self.saved:", "if not retain_graph:")],
+    "free-nothing-saved": [("    if not retain_graph and self.saved:", "    if not retain_graph:")],
     "free-saved-number": [
         (
             (
-                "if needs]\n"
-                "        def backward(g, *s):\n"
-                "            found = dict(zip([id(t) for t in saved], s, strict=True))\n"
-                "            ga = _unbroadcast"
+                "    a, b = _wrap(a), _wrap(b)\n"
+                "    need_a, need_b = a.requires_grad, b.requires_grad\n"
+                "    def backward(g, *saved):\n"
+                "        saved = list(saved)\n"
             ),
             (
-                "if needs and (t is not b or isinstance(other, Tensor))]\n"
-                "        def backward(g, *s):\n"
-                "            found = {id(a): a.data, id(b): b.data, **dict(zip([id(t) f"
-                "or t in saved], s, strict=True))}\n"
-                "            ga = _unbroadcast"
+                "    number = not isinstance(b, Tensor)\n"
+                "    a, b = _wrap(a), _wrap(b)\n"
+                "    need_a, need_b = a.requires_grad, b.requires_grad\n"
+                "    def backward(g, *saved):\n"
+                "        saved = [b.data] * (need_a and number) + list(saved)\n"
             ),
+        ),
+        (
+            "backward, [b] * need_a + [a] * need_b)",
+            "backward, [b] * (need_a and not number) + [a] * need_b)",
         ),
     ],
     "free-keeps-nodes": [
         (
-            "                        heapq.heappush(ready, (-child.priority, next(ties), child))\n",
+            "                    ready.append(child)\n",
             (
-                "                        heapq.heappush(ready, (-child.priority, next(t"
-                "ies), child))\n"
-                "        for node in seen:\n"
-                "            if node.saved is None:\n"
-                "                node.next_functions = ()\n"
+                "                    ready.append(child)\n"
+                "    for node in _users(root):\n"
+                "        if node.saved is None:\n"
+                "            node.next_functions = ()\n"
             ),
         ),
     ],
-    "retain-graph": [("if not retain_graph and self.saved:", "if self.saved:")],
+    "retain-graph": [("    if not retain_graph and self.saved:", "    if self.saved:")],
     "retain-graph-then-free": [
         (
-            "        if not retain_graph and self.saved:",
+            "    if not retain_graph and self.saved:",
             (
-                '        self.keep = retain_graph or getattr(self, "keep", False)\n'
-                "        if not self.keep and self.saved:"
+                '    self.keep = retain_graph or getattr(self, "keep", False)\n'
+                "    if not self.keep and self.saved:"
             ),
         ),
     ],
     "version-counts": [
-        ("        self._counter[0] += 1\n", "        self._counter[0] += op is np.add\n"),
+        ("    self._counter[0] += 1  #", "    self._counter[0] += kernel is np.add  #"),
     ],
     "version-saved-modified": [("if t._version != version:", "if False:")],
-    "version-unsaved-fine": [
-        (
-            "        record = _recording[0] and (self.requires_grad or other.requires_grad)\n",
-            "        record = False\n",
-        ),
-    ],
+    "version-unsaved-fine": [("    if _records((self, other)):", "    if False:")],
     "version-no-grad-counts": [
-        ("        self._counter[0] += 1\n", "        self._counter[0] += _recording[0]\n"),
+        ("    self._counter[0] += 1  #", "    self._counter[0] += RECORDING[0]  #"),
     ],
     "detach-leaf": [
         (
-            "        alias = Tensor(0.0)\n",
-            "        alias = Tensor(0.0, requires_grad=self.requires_grad)\n",
+            "    alias = Tensor(0.0)\n",
+            "    alias = Tensor(0.0, requires_grad=self.requires_grad)\n",
         ),
     ],
     "detach-shares-data": [
@@ -214,21 +220,21 @@ MUTANTS: dict[str, list[tuple[str, str]]] = {
     ],
     "detach-not-a-snapshot": [
         (
-            "        op(self.data, other.data, out=self.data)\n",
+            "    kernel(self.data, other.data, out=self.data)",
             (
-                "        if op is np.add:\n"
-                "            self.data = self.data + other.data\n"
-                "        else:\n"
-                "            op(self.data, other.data, out=self.data)\n"
+                "    if kernel is np.add:\n"
+                "        self.data = self.data + other.data\n"
+                "    else:\n"
+                "        kernel(self.data, other.data, out=self.data)"
             ),
         ),
     ],
     "detach-leaves-original": [
         (
-            "        alias.data, alias._counter = self.data, self._counter\n",
+            "    alias.data, alias._counter = self.data, self._counter\n",
             (
-                "        alias.data, alias._counter = self.data, self._counter\n"
-                "        self.grad_fn = None\n"
+                "    alias.data, alias._counter = self.data, self._counter\n"
+                "    self.grad_fn = None\n"
             ),
         ),
     ],
@@ -237,32 +243,41 @@ MUTANTS: dict[str, list[tuple[str, str]]] = {
     ],
     "detach-cut": [
         (
-            "        alias = Tensor(0.0)\n",
-            "        alias = Tensor(0.0)\n        alias._accumulate = self._accumulate\n",
+            "    alias = Tensor(0.0)\n",
+            "    alias = Tensor(0.0)\n    alias._accumulate = self._accumulate\n",
         ),
     ],
-    "retain-grad-keeps": [("            self.grad_fn.retained = self\n", "")],
+    "retain-grad-keeps": [
+        (
+            "        self.retains_grad, self.grad_fn.retained = True, self\n",
+            "        self.retains_grad = True\n",
+        ),
+    ],
     "retain-grad-leaf": [
         (
-            "        if not self.is_leaf:\n            self.retains_grad = True\n",
-            "        self.retains_grad = True\n        if not self.is_leaf:\n",
+            (
+                "    if not self.is_leaf:  # a leaf keeps its .grad anyway\n"
+                "        self.retains_grad, self.grad_fn.retained = True, self\n"
+            ),
+            (
+                "    self.retains_grad = True\n"
+                "    if not self.is_leaf:\n"
+                "        self.grad_fn.retained = self\n"
+            ),
         ),
     ],
     "retain-grad-no-requires": [
         (
-            (
-                "        if not self.requires_grad:\n"
-                '            raise RuntimeError("can\'t retain_grad'
-            ),
-            '        if False:\n            raise RuntimeError("can\'t retain_grad',
+            "    if not self.requires_grad:\n        raise RuntimeError(\"can't retain_grad",
+            "    if False:\n        raise RuntimeError(\"can't retain_grad",
         ),
     ],
     "retain-grad-not-reached": [
         (
-            "            self.grad_fn.retained = self\n",
+            "        self.retains_grad, self.grad_fn.retained = True, self\n",
             (
-                "            self.grad_fn.retained = self\n"
-                "            self.grad = Tensor(np.zeros_like(self.data))\n"
+                "        self.retains_grad, self.grad_fn.retained = True, self\n"
+                "        self.grad = Tensor(np.zeros_like(self.data))\n"
             ),
         ),
     ],
@@ -280,61 +295,54 @@ MUTANTS: dict[str, list[tuple[str, str]]] = {
     ],
     "hook-saves-nothing": [
         (
-            "        hooks.append(fn)\n",
-            (
-                "        hooks.append(fn)\n"
-                "        if not self.is_leaf:\n"
-                "            self.grad_fn.retained = self\n"
-            ),
+            "    hooks.append(fn)\n",
+            "    hooks.append(fn)\n    if not self.is_leaf:\n"
+            "        self.grad_fn.retained = self\n",
         ),
     ],
     "hook-order": [
-        (
-            "        for hook in list(self.pre_hooks):",
-            "        for hook in reversed(self.pre_hooks):",
-        ),
+        ("    for hook in list(self.pre_hooks):", "    for hook in reversed(self.pre_hooks):"),
     ],
     "hook-then-retain": [
         (
             (
-                "        for hook in list(self.pre_hooks):\n"
-                "            grad = _replaced(hook, grad)\n"
-                "        if (t := self.retained) is not None:\n"
-                "            t.grad = Tensor(grad) if t.grad is None else Tensor(t.grad"
-                ".data + grad)\n"
+                "    for hook in list(self.pre_hooks):  # in the order they were registered\n"
+                "        grad = _hooked(hook, grad)\n"
+                "    if (t := self.retained) is not None:  # after the hooks, whenever it was "
+                "called\n"
+                "        t.grad = Tensor(grad) if t.grad is None else Tensor(t.grad.data + grad)\n"
             ),
             (
-                "        if (t := self.retained) is not None:\n"
-                "            t.grad = Tensor(grad) if t.grad is None else Tensor(t.grad"
-                ".data + grad)\n"
-                "        for hook in list(self.pre_hooks):\n"
-                "            grad = _replaced(hook, grad)\n"
+                "    if (t := self.retained) is not None:\n"
+                "        t.grad = Tensor(grad) if t.grad is None else Tensor(t.grad.data + grad)\n"
+                "    for hook in list(self.pre_hooks):\n"
+                "        grad = _hooked(hook, grad)\n"
             ),
         ),
     ],
     "hook-on-leaf": [
         (
             (
-                "        for hook in list(leaf._hooks):\n"
-                "            grad = _replaced(hook, grad)\n"
-                "        leaf.grad = Tensor(grad) if leaf.grad is None else Tensor(leaf"
-                ".grad.data + grad)\n"
+                "    for hook in list(leaf._hooks):  # what they return is what accumulates\n"
+                "        grad = _hooked(hook, grad)\n"
+                "    leaf.grad = Tensor(grad) if leaf.grad is None else Tensor(leaf.grad.data "
+                "+ grad)\n"
             ),
             (
-                "        leaf.grad = Tensor(grad) if leaf.grad is None else Tensor(leaf"
-                ".grad.data + grad)\n"
-                "        for hook in list(leaf._hooks):\n"
-                "            grad = _replaced(hook, grad)\n"
+                "    leaf.grad = Tensor(grad) if leaf.grad is None else Tensor(leaf.grad.data "
+                "+ grad)\n"
+                "    for hook in list(leaf._hooks):\n"
+                "        grad = _hooked(hook, grad)\n"
             ),
         ),
     ],
-    "hook-post-accumulate": [("            hook(leaf)\n", "            hook(leaf.grad)\n")],
+    "hook-post-accumulate": [("        hook(leaf)\n", "        hook(leaf.grad)\n")],
     "sgd-step": [
         (
-            "        self._counter[0] += 1\n",
+            "    self._counter[0] += 1  # a new version\n",
             (
-                "        self._counter[0] += 1\n"
-                "        self._requires_grad = self._requires_grad and _recording[0]\n"
+                "    self._counter[0] += 1  # a new version\n"
+                "    self._requires_grad = self._requires_grad and RECORDING[0]\n"
             ),
         ),
     ],
@@ -343,13 +351,11 @@ MUTANTS: dict[str, list[tuple[str, str]]] = {
 
 def engine_with(edits: list[tuple[str, str]]) -> types.ModuleType:
     """The reference engine with each `old` text of its source (found once) replaced by `new`."""
-    source = REFERENCE.read_text(encoding="utf-8")
+    source = engine_reference.source()
     for old, new in edits:
         assert source.count(old) == 1, old
         source = source.replace(old, new)
-    module = types.ModuleType("broken_engine")
-    exec(compile(source, module.__name__, "exec"), module.__dict__)
-    return module
+    return engine_reference.build(source, "broken_engine")
 
 
 def broken(rule_id: str) -> types.ModuleType:
@@ -362,9 +368,53 @@ def said(result) -> list[str]:
 
 
 def test_the_reference_engine_obeys_every_rule():
-    result = nb05b.check_engine(engine_reference)
+    result = nb05b.check_engine(REFERENCE)
     assert result.ok, text(result)
     assert result.success_text == f"All {len(nb05b.rules())} rules agree with torch."
+
+
+@pytest.mark.parametrize("exercise", range(1, nb05b.EXERCISES + 1))
+def test_after_each_exercise_the_notebooks_engine_obeys_that_exercises_rules(exercise):
+    engine = engine_reference.engine(exercise)
+    result = nb05b.check_engine(engine, exercise=exercise)
+    assert result.ok, text(result)
+    chosen = nb05b.rules(exercise)
+    assert [r.id for r in chosen] == [r.id for r in nb05b.rules() if r.exercise <= exercise]
+    if exercise < nb05b.EXERCISES:  # the next exercise's rules are not obeyed yet
+        assert not nb05b.check_engine(engine, exercise=exercise + 1).ok
+        left = len(nb05b.rules()) - len(chosen)
+        assert result.success_text == (
+            f"All {len(chosen)} rules up to exercise {exercise} agree with torch; the exercises "
+            f"after it add {left} more."
+        )
+
+
+def test_every_exercise_has_rules_and_the_last_runs_them_all():
+    every = nb05b.rules()
+    assert {r.exercise for r in every} == set(range(1, nb05b.EXERCISES + 1))
+    assert nb05b.rules(nb05b.EXERCISES) == every
+    assert len(nb05b.rules(1)) < len(nb05b.rules(2))
+    for wrong in (0, 9, "1", 1.0, True):
+        with pytest.raises(ValueError, match="exercise is a number from 1 to 8"):
+            nb05b.check_engine(REFERENCE, exercise=wrong)
+
+
+def test_a_rule_of_a_later_exercise_is_not_run_before_it():
+    result = nb05b.check_engine(broken("hook-post-accumulate"), exercise=7)
+    assert result.ok, text(result)
+    assert not nb05b.check_engine(broken("hook-post-accumulate"), exercise=8).ok
+    lines = said(nb05b.check_engine(broken("leaf-result"), exercise=1))
+    assert lines[0].startswith(f"Rule 2 of {len(MUTANTS)} differs: An operation with an input")
+
+
+def test_a_rule_keeps_its_number_in_the_whole_list_whichever_exercise_runs_it():
+    every = [r.id for r in nb05b.rules()]
+    chosen = [r.id for r in nb05b.rules(7)]
+    moved = [i for n, i in enumerate(chosen) if every.index(i) != n]  # after a rule of exercise 8
+    assert moved  # else this test could not tell the two numberings apart
+    for rule_id in (moved[0], moved[-1]):
+        lines = said(nb05b.check_engine(broken(rule_id), exercise=7))
+        assert lines[0].startswith(f"Rule {every.index(rule_id) + 1} of {len(every)} differs:")
 
 
 def test_there_are_forty_rules_or_more_each_taught_by_a_cell_of_notebooks_01_to_05():
@@ -409,7 +459,7 @@ def test_the_report_says_what_torch_did_and_what_the_engine_did():
         "your engine: ['LeafBackward0', None, None, 'LeafBackward0']",
     ]
     lines = said(nb05b.check_engine(broken("backward-fills-leaves")))  # a crash, named
-    assert lines[1] == "torch: [[3, 4], 1]" and lines[2].startswith("your engine raised KeyError")
+    assert lines[1] == "torch: [[3, 4], 1]" and lines[2].startswith("your engine raised IndexError")
     lines = said(nb05b.check_engine(broken("free-second-backward")))
     assert lines[1].startswith("raised RuntimeError: Trying to backward through the graph")
     assert lines[2] == "your engine raised nothing"
@@ -446,16 +496,19 @@ def test_a_crashing_engine_is_reported_naming_the_rule_and_nothing_raises():
 
 
 def test_the_notebooks_globals_serve_as_an_engine():
-    assert nb05b.check_engine(vars(engine_reference)).ok
-    partial = {k: v for k, v in vars(engine_reference).items() if k != "no_grad"}
+    assert nb05b.check_engine(vars(REFERENCE)).ok
+    partial = {k: v for k, v in vars(REFERENCE).items() if k != "no_grad"}
     assert "NameError: name 'no_grad' is not defined" in text(nb05b.check_engine(partial))
 
 
 def test_observations_keep_bools_none_and_numbers_apart():
     assert nb05b.observe((torch.tensor([1.0, 2.0]), np.float64(3), None, True)) == [
-        [1.0, 2.0], 3.0, None, True
+        [1.0, 2.0],
+        3.0,
+        None,
+        True,
     ]
-    assert nb05b.observe(engine_reference.Tensor([[1, 2]])) == [[1.0, 2.0]]
+    assert nb05b.observe(REFERENCE.Tensor([[1, 2]])) == [[1.0, 2.0]]
     assert nb05b.observe(object()) == "<object>"
     same = nb05b._same
     assert same([1.0, None], [1.0 + 1e-9, None]) and not same([True], [1.0])
@@ -466,7 +519,7 @@ def test_the_checker_speaks_chinese():
     set_language("zh")
     try:
         result = nb05b.check_engine(broken("leaf-created"))
-        ok = nb05b.check_engine(engine_reference)
+        ok = nb05b.check_engine(REFERENCE)
     finally:
         set_language("en")
     assert "规则 1" in text(result) and "torch" in text(result)
@@ -498,20 +551,30 @@ def _two_layer_losses(lib, steps: int = 30) -> list[float]:
 
 
 def test_the_reference_engine_trains_a_two_layer_network_to_torchs_loss_curve():
-    ours = _two_layer_losses(engine_reference)
+    ours = _two_layer_losses(REFERENCE)
     torchs = _two_layer_losses(nb05b.torch_engine())
     assert ours[-1] < 0.8 * ours[0]  # it learns
     np.testing.assert_allclose(ours, torchs, rtol=1e-6)
     assert not np.allclose(_two_layer_losses(broken("backward-through-every-op")), torchs)
 
 
-def test_the_reference_engine_is_numpy_only_and_at_most_300_lines():
-    source = REFERENCE.read_text(encoding="utf-8")
-    assert len(source.splitlines()) <= 300
-    imported = set()
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Import):
-            imported |= {a.name.split(".")[0] for a in node.names}
-        elif isinstance(node, ast.ImportFrom):
-            imported.add((node.module or "").split(".")[0])
-    assert imported <= {"numpy", "heapq", "itertools"}, imported
+def test_the_notebooks_engine_is_numpy_only_and_at_most_300_lines():
+    cells = engine_reference.cells()
+    assert len(cells) >= 8 + 8  # the given parts and the eight solutions
+    assert sum(len(code.splitlines()) for code in cells) <= 300
+    tree = ast.parse(engine_reference.source())
+    assert not [n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))]
+    # built with numpy alone (`build` gives it np, nothing else), it obeys every rule (above)
+    assert set(vars(REFERENCE)) - set(vars(engine_reference.build(""))) >= set(nb05b.API)
+
+
+def test_the_engine_is_read_from_the_notebooks_cells_not_copied():
+    import nbformat
+
+    from tooling.course import NOTEBOOKS
+
+    nb = nbformat.read(NOTEBOOKS / "05b_build_the_engine.ipynb", as_version=4)
+    code = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+    for part in engine_reference.cells():
+        assert part.strip() in code
+    assert not (ROOT / "tests" / "exercises" / "engine_reference.py").read_text().count("class ")

@@ -197,9 +197,10 @@ def test_the_time_estimate_counts_prose_code_questions_and_exercises(tmp_path):
     assert minutes([new_markdown_cell("# Tiny")]) == 5  # never "0 min"
 
 
-#: What the independent estimate below covered: every notebook but 08b, the errors explained, and
-#: 10b, the questions learners ask, which came later (the same model times them for the TOC).
-LATER = ("08b_", "10b_")
+#: What the independent estimate below covered: every notebook but 05b, the engine, 08b, the errors
+#: explained, and 10b, the questions learners ask, which came later (the same model times them for
+#: the TOC).
+LATER = ("05b_", "08b_", "10b_")
 ESTIMATED = [p for p in course.notebook_paths() if not p.name.startswith(LATER)]
 
 
@@ -218,7 +219,7 @@ def test_every_exercise_is_counted_however_its_heading_is_written():
     assert (counted["04"], counted["07"], counted["07b"], counted["09b"], counted["09c"]) == (
         3, 1, 2, 1, 1,
     )  # fmt: skip
-    assert sum(counted.values()) == 29
+    assert sum(counted.values()) == 37
 
 
 def test_the_estimate_states_its_error_against_both_independent_reads():
@@ -240,9 +241,9 @@ def test_the_estimate_states_its_error_against_both_independent_reads():
     assert f"up to {1 / min(ratios):.1f} times the time shown" in toc
     assert f"倍（中位数 {error.median:.2f}）" in course.toc_markdown("zh")
     later = [course.notebook_key(p) for p in course.notebook_paths() if p not in ESTIMATED]
-    assert later == ["08b", "10b"]  # the notebooks written after both estimates
-    assert "Two independent estimates (both without 08b and 10b)" in toc
-    assert "两份独立估计（都不含 08b 和 10b）" in course.toc_markdown("zh")
+    assert later == ["05b", "08b", "10b"]  # the notebooks written after both estimates
+    assert "Two independent estimates (both without 05b, 08b and 10b)" in toc
+    assert "两份独立估计（都不含 05b、08b 和 10b）" in course.toc_markdown("zh")
 
 
 def test_the_core_path_is_the_required_notebooks_and_both_readmes_give_it():
@@ -253,7 +254,7 @@ def test_the_core_path_is_the_required_notebooks_and_both_readmes_give_it():
     text = course.core_path_text()
     assert text.startswith("**The core path** (00 to 06, 08 and 10: ")
     assert f"takes about {course._hours(core)};" in text
-    assert "the other 8 notebooks (07, 09 and the optional ones)" in text
+    assert "the other 9 notebooks (07, 09 and the optional ones)" in text
     for readme, edition in ((course.README_EN, "en"), (course.README_ZH, "zh")):
         assert course.core_path_text(edition) in readme.read_text(encoding="utf-8")
     with pytest.raises(ValueError, match="no core-path block"):
@@ -264,12 +265,16 @@ def test_start_here_counts_the_notebooks_it_opens():
     import nbformat
 
     nb = nbformat.read(course.NOTEBOOKS / "00_start_here.ipynb", as_version=4)
-    words = {15: "Fifteen", 16: "Sixteen", 17: "Seventeen"}
+    twin = nbformat.read(course.NOTEBOOKS / "zh" / "00_start_here.ipynb", as_version=4)
+    words = {15: "Fifteen", 16: "Sixteen", 17: "Seventeen", 18: "Eighteen", 19: "Nineteen"}
     paths = course.notebook_paths()
     optional = sum(course.notebook_title(p).startswith("Optional") for p in paths)
-    numbers = {4: "four", 5: "five", 6: "six"}
-    said = f"{words[len(paths)]} notebooks (00 to {course.notebook_key(paths[-1])}, "
+    numbers = {4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight"}
+    last = course.notebook_key(paths[-1])
+    said = f"{words[len(paths)]} notebooks (00 to {last}, "
     assert said + f"{numbers[optional]} of them optional)" in nb.cells[0].source
+    said_zh = f"{len(paths)} 个笔记本（00 到 {last}，其中 {optional} 个是选修）"
+    assert said_zh in twin.cells[0].source
 
 
 def test_the_table_of_contents_gives_each_notebook_and_the_course_a_time():
