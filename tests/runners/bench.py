@@ -415,6 +415,10 @@ def _widget_controls() -> list[tuple[str, object, Callable[[int], None]]]:
     questions = quiz("split")
     controls: list[tuple[str, object, Callable[[int], None]]] = []
 
+    def choices(control) -> list:
+        """A selection's values: a Dropdown's options may be (label, value) pairs."""
+        return [o[1] if isinstance(o, tuple) else o for o in control.options]
+
     def cycle(control, values):
         def change(i: int) -> None:
             options = [v for v in list(values) if v != control.value]
@@ -424,10 +428,10 @@ def _widget_controls() -> list[tuple[str, object, Callable[[int], None]]]:
 
     c = lab.controls
     controls += [
-        ("optimizer lab: optimizer", lab, cycle(c["optimizer"], list(c["optimizer"].options))),
+        ("optimizer lab: optimizer", lab, cycle(c["optimizer"], choices(c["optimizer"]))),
         ("optimizer lab: lr", lab, cycle(c["lr"], [10.0**e for e in (-4, -3, -2, -1.5, -1, 0)])),
         ("optimizer lab: set_to_none", lab, cycle(c["set_to_none"], [True, False])),
-        ("optimizer lab: arrangement", lab, cycle(c["arrangement"], c["arrangement"].options)),
+        ("optimizer lab: arrangement", lab, cycle(c["arrangement"], choices(c["arrangement"]))),
     ]
     for name, box in explorer.controls.items():
         controls.append((f"graph explorer: {name}", explorer, cycle(box, [True, False])))

@@ -172,3 +172,11 @@ def test_the_header_names_the_processor(tmp_path):
     header = bench.render([], repeat=1).splitlines()[2]
     capability = torch.backends.cpu.get_cpu_capability()
     assert f"({bench.processor_name()}; torch's CPU kernels: {capability})" in header
+
+
+def test_every_widget_control_can_be_changed_as_the_bench_changes_it():
+    controls = bench._widget_controls()
+    assert {name.split(":")[0] for name, _, _ in controls} >= {"optimizer lab", "graph explorer"}
+    for _, _, change in controls:
+        change(0)
+        change(1)
