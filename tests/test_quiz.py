@@ -225,9 +225,10 @@ def test_every_yes_raise_question_of_the_course_names_its_exception():
 def typed_numbers(question: Question) -> set[str]:
     """Numbers typed into an explanation that the program's text does not contain: results it
     computes, which belong in {placeholders}. Not counted: 0, 1, 2, exponent-form constants,
-    years, dtype names, a formula's coefficients (6·x) and notebook numbers."""
+    years, dtype names, a formula's coefficients (6·x), notebook and exercise numbers."""
     text = question.misconception + " " + question.fact
-    for pattern in (r"\{[^{}]*\}", r"notebook \d+", r"\b(?:19|20)\d\d\b", r"float\d+", r"\d+·"):
+    references = r"(?:notebook|exercise) \d+"
+    for pattern in (r"\{[^{}]*\}", references, r"\b(?:19|20)\d\d\b", r"float\d+", r"\d+·"):
         text = re.sub(pattern, "", text)
     number = r"\d+(?:\.\d+)?(?:e-?\d+)?"
     typed = {n for n in re.findall(number, text) if "e" not in n}
