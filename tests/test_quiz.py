@@ -527,6 +527,34 @@ def test_an_optional_notebook_topic_is_quizzed_but_not_in_the_final_check():
     assert ALL_TOPICS == {**TOPICS, **OPTIONAL_TOPICS}
 
 
+def test_each_optional_notebook_asks_its_own_questions_under_check_yourself():
+    """05b, 07b, 09b and 09c each quiz their own topic, once, in their "Check yourself" section,
+    in both editions: notebook 10's final check leaves their ideas out, so they are asked here."""
+    import nbformat
+
+    from helpers.quiz import OPTIONAL_TOPICS
+    from tests.support.notebook_files import FOLDER
+
+    assert sorted(name.split("_")[0] for name in OPTIONAL_TOPICS.values()) == [
+        "05b",
+        "07b",
+        "09b",
+        "09c",
+    ]
+    headings = {FOLDER: "Check yourself", FOLDER / "zh": "检验自己"}
+    for topic, name in OPTIONAL_TOPICS.items():
+        for folder, heading in headings.items():
+            path = folder / name
+            asked, section = [], ""
+            for cell in nbformat.read(path, as_version=4).cells:
+                if cell.cell_type == "markdown":
+                    section = ([""] + re.findall(r"^## (.+)$", cell.source, re.M))[-1] or section
+                else:
+                    found = re.findall(r"\bquiz\(\s*[\"']([a-z0-9_]+)[\"']", cell.source)
+                    asked += [(section.strip(), t) for t in found]
+            assert asked == [(heading, topic)], path
+
+
 def test_the_score_numbers_from_one_shows_itself_and_skips_what_is_unanswered():
     import html
 
