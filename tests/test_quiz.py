@@ -225,9 +225,10 @@ def test_every_yes_raise_question_of_the_course_names_its_exception():
 def typed_numbers(question: Question) -> set[str]:
     """Numbers typed into an explanation that the program's text does not contain: results it
     computes, which belong in {placeholders}. Not counted: 0, 1, 2, exponent-form constants,
-    years, dtype names, a formula's coefficients (6·x) and notebook numbers."""
+    years, dtype names, a formula's coefficients (6·x), notebook and exercise numbers."""
     text = question.misconception + " " + question.fact
-    for pattern in (r"\{[^{}]*\}", r"notebook \d+", r"\b(?:19|20)\d\d\b", r"float\d+", r"\d+·"):
+    references = r"(?:notebook|exercise) \d+"
+    for pattern in (r"\{[^{}]*\}", references, r"\b(?:19|20)\d\d\b", r"float\d+", r"\d+·"):
         text = re.sub(pattern, "", text)
     number = r"\d+(?:\.\d+)?(?:e-?\d+)?"
     typed = {n for n in re.findall(number, text) if "e" not in n}
@@ -524,6 +525,34 @@ def test_an_optional_notebook_topic_is_quizzed_but_not_in_the_final_check():
         assert optional.match(notebook), notebook
     assert not any(optional.match(notebook) for notebook in TOPICS.values())
     assert ALL_TOPICS == {**TOPICS, **OPTIONAL_TOPICS}
+
+
+def test_each_optional_notebook_asks_its_own_questions_under_check_yourself():
+    """05b, 07b, 09b and 09c each quiz their own topic, once, in their "Check yourself" section,
+    in both editions: notebook 10's final check leaves their ideas out, so they are asked here."""
+    import nbformat
+
+    from helpers.quiz import OPTIONAL_TOPICS
+    from tests.support.notebook_files import FOLDER
+
+    assert sorted(name.split("_")[0] for name in OPTIONAL_TOPICS.values()) == [
+        "05b",
+        "07b",
+        "09b",
+        "09c",
+    ]
+    headings = {FOLDER: "Check yourself", FOLDER / "zh": "检验自己"}
+    for topic, name in OPTIONAL_TOPICS.items():
+        for folder, heading in headings.items():
+            path = folder / name
+            asked, section = [], ""
+            for cell in nbformat.read(path, as_version=4).cells:
+                if cell.cell_type == "markdown":
+                    section = ([""] + re.findall(r"^## (.+)$", cell.source, re.M))[-1] or section
+                else:
+                    found = re.findall(r"\bquiz\(\s*[\"']([a-z0-9_]+)[\"']", cell.source)
+                    asked += [(section.strip(), t) for t in found]
+            assert asked == [(heading, topic)], path
 
 
 def test_the_score_numbers_from_one_shows_itself_and_skips_what_is_unanswered():
