@@ -62,7 +62,7 @@ TOPICS = {
 #: Topics of optional notebooks: quizzed there, and left out of notebook 10's final check, which
 #: a learner who skipped an optional notebook takes too.
 OPTIONAL_TOPICS = {
-    "engine": "05b_build_the_engine.ipynb",
+    "autograd_engine": "05b_build_the_engine.ipynb",
     "engines": "07b_pipeline_and_data_parallel.ipynb",
     "precision": "09b_mixed_precision_and_module_hooks.ipynb",
     "compile": "09c_torch_compile_and_autograd.ipynb",
