@@ -39,6 +39,10 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import torch
+from torch.optim.optimizer import (
+    register_optimizer_step_post_hook,
+    register_optimizer_step_pre_hook,
+)
 from torch.overrides import TorchFunctionMode
 
 from helpers.doctor.record import Location, is_learners, is_learners_code
@@ -417,27 +421,22 @@ def _storage(t: torch.Tensor) -> int:
 
 #: Torch's global optimizer-step hooks, registered while a watch is on (on any thread).
 _STEP_HOOKS: list[Any] = []
-#: The watches on: how many times each was entered and not yet left.
-_ON: weakref.WeakKeyDictionary[Watch, int] = weakref.WeakKeyDictionary()
+#: The watches on, by id: how many times each was entered and not yet left.
+_ON: dict[int, int] = {}
 
 
 def _hook_steps(watch: Watch) -> None:
-    _ON[watch] = _ON.get(watch, 0) + 1
+    _ON[id(watch)] = _ON.get(id(watch), 0) + 1
     if not _STEP_HOOKS:
-        from torch.optim.optimizer import (
-            register_optimizer_step_post_hook,
-            register_optimizer_step_pre_hook,
-        )
-
         _STEP_HOOKS.append(register_optimizer_step_pre_hook(_step_hook(Watch._step_begins)))
         _STEP_HOOKS.append(register_optimizer_step_post_hook(_step_hook(Watch._step_ends)))
 
 
 def _unhook_steps(watch: Watch) -> None:
-    if _ON.get(watch, 0) > 1:
-        _ON[watch] -= 1
+    if _ON.get(id(watch), 0) > 1:
+        _ON[id(watch)] -= 1
     else:
-        _ON.pop(watch, None)
+        _ON.pop(id(watch), None)
     if not _ON:
         while _STEP_HOOKS:
             _STEP_HOOKS.pop().remove()
