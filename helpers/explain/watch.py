@@ -81,9 +81,23 @@ def learner_location(frame: Any) -> Location | None:
     course's, not an installed package's)."""
     while frame is not None:
         if is_learners(frame):
-            return Location(frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name)
+            code = frame.f_code
+            key = (id(code), frame.f_lasti)
+            known = _LOCATIONS.get(key)
+            if known is None or known[0] is not code:
+                if len(_LOCATIONS) >= KEPT * 16:
+                    _LOCATIONS.clear()
+                location = Location(code.co_filename, frame.f_lineno, code.co_name)
+                known = _LOCATIONS[key] = (code, location)
+            return known[1]
         frame = frame.f_back
     return None
+
+
+#: Each call site's line once made, by the id of its code (which the entry holds, so the id
+#: stays its) and the offset of its call instruction: reading a frame's line decodes its code's
+#: line table, and the watch asks for the line of every call that builds the graph.
+_LOCATIONS: dict[tuple[int, int], tuple[Any, Location]] = {}
 
 
 def inside_checkpoint(frame: Any) -> bool:
