@@ -161,13 +161,42 @@ class _Step(NamedTuple):
     before: list[tuple[torch.Tensor, int]]
 
 
+class _Stepped(NamedTuple):
+    """The tensors one optimizer step changed: (the tensor, its version before, after)."""
+
+    call: str
+    at: Location | None
+    backwards: int
+    changed: list[tuple[weakref.ref, int, int]]
+
+    def records(self) -> list[InPlace]:
+        records = []
+        with _torch_functions_off():
+            for ref, before, after in self.changed:
+                tensor = ref()
+                if tensor is None:
+                    continue
+                node = grad_fn(tensor)
+                made_by = node.name() if node is not None else ""
+                fields = (tuple(tensor.shape), made_by, _storage(tensor), before, after, self.at)
+                records.append(InPlace(self.call, *fields, ref, self.backwards))
+        return records
+
+
+def _size(change: InPlace | _Stepped) -> int:
+    return 1 if type(change) is InPlace else len(change.changed)
+
+
 class Watch(TorchFunctionMode):
     """The explainer's eyes: enter it (a context manager, or `start()`) and every torch call on
     this thread is seen. Records live on the watch; `clear()` forgets them."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.inplace: deque[InPlace] = deque(maxlen=KEPT)
+        #: In-place records (`InPlace`) and optimizer steps (`_Stepped`), oldest first; `_held`
+        #: counts the records they hold (see `inplace`).
+        self._changes: deque[InPlace | _Stepped] = deque()
+        self._held = 0
         self.backwards: deque[Backward] = deque(maxlen=BACKWARDS_KEPT)
         self.cuts: deque[Cut] = deque(maxlen=KEPT // 4)
         self.grad_off_at: Location | None = None
@@ -182,7 +211,8 @@ class Watch(TorchFunctionMode):
         self._own: Any = None
 
     def clear(self) -> None:
-        self.inplace.clear()
+        self._changes.clear()
+        self._held = 0
         self.backwards.clear()
         self.cuts.clear()
         self.grad_off_at = None
@@ -208,7 +238,9 @@ class Watch(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         if self._steps:  # inside an optimizer's step: its hooks note what the step changed
-            caller = callers_frame(sys._getframe(1))
+            caller = sys._getframe(1)
+            if caller.f_code is _HANDLE:  # callers_frame(caller), without a call for a C function
+                caller = callers_frame(caller)
             if caller is self._own or self._steps_own(caller):
                 return call(func, args, kwargs or {}, caller)  # torch's own optimizer code
         if _is_compiling():  # torch.compile traces this method: it compiles torch's call alone
@@ -270,7 +302,8 @@ class Watch(TorchFunctionMode):
             if state is None or after is None:  # an inference tensor, a view torch refuses
                 continue
             (version, made_by), (version_after, node) = state, after
-            self.inplace.append(
+            self._keep(
+                1,
                 InPlace(
                     call=name,
                     shape=tuple(target.shape),
@@ -377,25 +410,38 @@ class Watch(TorchFunctionMode):
         return False
 
     def _stepped(self, step: _Step) -> None:
-        """The records of what step `step` changed (made as cheaply as they can be: a step of a
-        model with many parameters changes several tensors per parameter)."""
-        name, at, seen, append = step.name, step.at, self.backwards_seen, self.inplace.append
+        """What step `step` changed: each changed tensor with its versions, made into records
+        only when they are read (a step of a model with many parameters changes several
+        tensors per parameter, and they are read only to explain an error)."""
+        changed = []
         with _torch_functions_off():
             for tensor, version in step.before:
                 after = tensor._version
                 if after != version:
-                    try:
-                        node = tensor.grad_fn
-                        # the data pointer is the storage's, unless the tensor is a view into it
-                        storage = tensor.data_ptr() if not tensor.storage_offset() else -1
-                    except RuntimeError:  # see grad_fn; a tensor without storage
-                        node, storage = None, -1
-                    if storage == -1:
-                        storage = _storage(tensor)
-                    made_by = node.name() if node is not None else ""
-                    shape, ref = tensor.shape, weakref.ref(tensor)
-                    fields = (name, shape, made_by, storage, version, after, at, ref, seen)
-                    append(_new_tuple(InPlace, fields))  # InPlace(*fields), without its __new__
+                    changed.append((weakref.ref(tensor), version, after))
+        if changed:
+            changed = changed[-KEPT:]
+            self._keep(len(changed), _Stepped(step.name, step.at, self.backwards_seen, changed))
+
+    def _keep(self, size: int, change: InPlace | _Stepped) -> None:
+        """Keep `change` (`size` records), and of the older ones only what the last KEPT
+        records need."""
+        self._changes.append(change)
+        self._held += size
+        while self._held - _size(self._changes[0]) >= KEPT:
+            self._held -= _size(self._changes.popleft())
+
+    @property
+    def inplace(self) -> list[InPlace]:
+        """The last KEPT in-place records, oldest first: an optimizer step's, one for each
+        tensor it changed that still lives, made now (its shape, storage and maker read now)."""
+        records: list[InPlace] = []
+        for change in self._changes:
+            if type(change) is InPlace:
+                records.append(change)
+            else:
+                records += change.records()
+        return records[-KEPT:]
 
     def start(self) -> Watch:
         """Switch the watch on for this thread until `stop()` (a script's whole run)."""
@@ -411,7 +457,8 @@ _is_compiling = torch.compiler.is_compiling
 _anomaly_enabled = torch.is_anomaly_enabled
 _grad_enabled = torch.is_grad_enabled
 _torch_functions_off = torch._C.DisableTorchFunction
-_new_tuple = tuple.__new__
+#: The frame a torch function written in Python asks the modes from (see `callers_frame`).
+_HANDLE = torch.overrides.handle_torch_function.__code__
 _BACKWARDS = {torch.Tensor.backward, torch.autograd.backward, torch.autograd.grad}
 
 

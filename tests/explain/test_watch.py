@@ -146,3 +146,27 @@ def test_torchs_step_hooks_are_there_only_while_a_watch_is_on():
             assert len(_global_optimizer_pre_hooks) == 1
         assert len(_global_optimizer_pre_hooks) == 1
     assert not _global_optimizer_pre_hooks and not _global_optimizer_post_hooks
+
+
+def test_the_watch_keeps_the_last_records_only_however_many_parameters_a_step_changes():
+    from helpers.explain.watch import KEPT
+
+    torch.manual_seed(0)
+    many = [torch.randn(2, requires_grad=True) for _ in range(KEPT + 44)]
+    optimizer = torch.optim.SGD(many, lr=0.1)
+    watch = Watch()
+    with watch:
+        for _ in range(3):
+            sum(p.sum() for p in many).backward()
+            optimizer.step()
+        few = torch.zeros(3)
+        few.add_(1)  # one learner's in-place call after the steps
+    records = watch.inplace
+    assert len(records) == KEPT
+    assert records[-1].call == "add_" and records[-1].at.code.startswith("few.add_(1)")
+    steps = records[:-1]
+    assert {r.call for r in steps} == {"SGD.step"}
+    assert [r.tensor() for r in steps] == many[-(KEPT - 1) :]  # the last step's, in order
+    assert {(r.version_before, r.version_after) for r in steps} == {(2, 3)}
+    assert len(watch._changes) == 2  # the last step and the call: the older steps let go
+    assert watch._held == KEPT + 1  # and of the last step, only its last KEPT changes
