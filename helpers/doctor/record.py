@@ -51,20 +51,29 @@ _NOT_LEARNER_MODULES = ("torch", "helpers")
 
 def is_learners(frame: Any) -> bool:
     code = frame.f_code
-    known = _IS_LEARNERS.get(code)
-    if known is None:
-        if len(_IS_LEARNERS) >= 4096:
-            _IS_LEARNERS.clear()
-        module = frame.f_globals.get("__name__", "")
-        known = _IS_LEARNERS[code] = not (
-            module.partition(".")[0] in _NOT_LEARNER_MODULES
-            or code.co_filename.startswith(_LIBRARY_DIRS)
-        )
-    return known
+    known = _IS_LEARNERS.get(id(code))
+    if known is not None and known[0] is code:
+        return known[1]
+    if len(_IS_LEARNERS) >= 4096:
+        _IS_LEARNERS.clear()
+    learners = is_learners_code(code, frame.f_globals.get("__name__", ""))
+    _IS_LEARNERS[id(code)] = (code, learners)
+    return learners
 
 
-#: Whether a code object is the learner's, once asked (the watchers ask on every torch call).
-_IS_LEARNERS: dict[Any, bool] = {}
+def is_learners_code(code: Any, module: str) -> bool:
+    """Whether code object `code` of module `module` is the learner's (see `is_learners`)."""
+    return not (
+        module.partition(".")[0] in _NOT_LEARNER_MODULES
+        or code.co_filename.startswith(_LIBRARY_DIRS)
+    )
+
+
+#: Whether a code object is the learner's, once asked (the watchers ask on every torch call):
+#: by the code's id, which the code kept in the entry holds. Not by the code itself: hashing a
+#: code object hashes its bytecode and constants, as dear as the rest of the question, and code
+#: objects compare equal across files.
+_IS_LEARNERS: dict[int, tuple[Any, bool]] = {}
 
 
 #: Calls that leave torch for a Python value: a cut, though they return no tensor.

@@ -40,8 +40,10 @@ __all__ = [
 
 #: The code of `func(*args, **kwargs)`; each copy gets a caller's file, line and name.
 _CALL = (lambda __watching_call__, args, kwargs: __watching_call__(*args, **kwargs)).__code__
-#: One function per caller line (cleared when it grows past _KEPT entries).
-_AS_CALLER: dict[tuple[str, int, str, int], types.FunctionType] = {}
+#: One function per call site: (the id of the caller's code, the offset of its call instruction,
+#: the id of its globals) -> (that code, the function). The code and the function (which holds
+#: the globals) keep both ids theirs while the entry lives. Cleared past _KEPT entries.
+_AS_CALLER: dict[tuple[int, int, int], tuple[types.CodeType, types.FunctionType]] = {}
 _KEPT = 4096
 #: A Python function of torch's (`F.softmax`, `Tensor.backward`) asks the modes through this.
 _HANDLE = handle_torch_function.__code__
@@ -77,10 +79,12 @@ def call(func: Any, args: tuple, kwargs: dict, caller: Any) -> Any:
     if caller is None:
         return func(*args, **kwargs)
     code = caller.f_code
-    # code objects compare equal across files (co_filename is not compared): key by what differs
-    key = (code.co_filename, caller.f_lineno, code.co_name, id(caller.f_globals))
-    as_caller = _AS_CALLER.get(key)
-    if as_caller is None:
+    # by the call's instruction, not its line: a frame's f_lineno is decoded from its code's
+    # line table, which in a long function (an optimizer's) costs more than the call itself;
+    # by the code's identity, not the code: code objects compare equal across files
+    key = (id(code), caller.f_lasti, id(caller.f_globals))
+    known = _AS_CALLER.get(key)
+    if known is None or known[0] is not code:
         if len(_AS_CALLER) >= _KEPT:
             _AS_CALLER.clear()
         copy = _CALL.replace(
@@ -89,9 +93,8 @@ def call(func: Any, args: tuple, kwargs: dict, caller: Any) -> Any:
             co_name=code.co_name,
             co_qualname=code.co_name,
         )
-        # the function holds the globals, so their id stays theirs while it is kept
-        as_caller = _AS_CALLER[key] = types.FunctionType(copy, caller.f_globals)
-    return as_caller(func, args, kwargs)
+        known = _AS_CALLER[key] = (code, types.FunctionType(copy, caller.f_globals))
+    return known[1](func, args, kwargs)
 
 
 def bare_anomaly_traceback(result: Any, caller: Any) -> None:

@@ -124,6 +124,7 @@ def _globals_used(value: Any) -> tuple[str, ...]:
 def _stop(watch: Watch) -> None:
     """Take the watch off torch's mode stack, and nothing else: a mode the cell left on above it
     (`torch.set_default_device` leaves one) stays."""
+    watch.left()
     stack = torch.overrides._get_current_function_mode_stack()
     if not any(mode is watch for mode in stack):  # a cell that popped modes itself
         return

@@ -149,3 +149,21 @@ def test_a_mode_the_learner_left_on_stays_on(shell):
         assert len(torch.overrides._get_current_function_mode_stack()) == 1
     finally:
         torch.set_default_device(None)
+
+
+def test_a_step_that_raises_leaves_the_next_cell_watched(shell):
+    """The watch notes an optimizer's step as one call and looks away from the calls inside it:
+    a step that raises must not leave it looking away (here gradients stay off, as inside a
+    step, and the next cell changes a saved tensor in place)."""
+    shell.run_cell("%load_ext helpers")
+    shell.run_cell(
+        "import torch\nx = torch.ones(3, requires_grad=True)\nh = x.exp()\ny = h * h\n"
+        "optimizer = torch.optim.SparseAdam([x], lr=0.1)\n(x * 2).sum().backward()"
+    )
+    failed = shell.run_cell("torch.set_grad_enabled(False)\noptimizer.step()")
+    assert "SparseAdam does not support dense gradients" in str(failed.error_in_exec)
+    shell.run_cell("h.mul_(2)\ntorch.set_grad_enabled(True)")
+    shell.run_cell("y.sum().backward()")
+    (picture,) = shell.shown
+    assert "a saved tensor was changed in place" in picture.data
+    assert "h.mul_(2)" in picture.data

@@ -135,6 +135,49 @@ def test_the_explainer_is_timed_against_the_same_step_bare_and_under_anomaly_mod
     assert row["target"] == "≤ 1.3×" and row["met"] is False
 
 
+def test_the_tiny_model_is_timed_bare_under_the_watch_and_under_an_empty_mode(monkeypatch):
+    """The floor is an empty torch function mode, timed in the same rounds; the target is the
+    floor's own cost above bare, twice."""
+    from helpers.explain.watch import Watch
+
+    now = [0.0]
+    way = []
+
+    def step(model, optimizer, x, y):
+        import torch
+
+        modes = torch.overrides._get_current_function_mode_stack()
+        name = "bare" if not modes else "explainer" if isinstance(modes[-1], Watch) else "floor"
+        way.append(name)
+        now[0] += ticks[name] / 1000
+
+    monkeypatch.setattr(bench.time, "perf_counter", lambda: now[0])
+    monkeypatch.setattr(bench, "_small_step", step)
+    ticks = {"bare": 1, "explainer": 3, "floor": 2}
+    row = bench.bench_explainer_small(repeat=1, steps=1)
+    assert set(way) == {"bare", "explainer", "floor"}
+    floor = "an empty torch function mode (the floor) 2.00×"
+    assert row["value"] == f"3.00× bare; {floor} (bare 1.000 ms)"
+    assert row["target"] == "≤ 1 + 2 × (floor − 1) = 3.00×" and row["met"] is True
+    ticks["explainer"] = 3.5
+    assert bench.bench_explainer_small(repeat=1, steps=1)["met"] is False
+
+
+def test_rows_times_only_the_rows_named_and_writes_no_file(monkeypatch, capsys):
+    ran = []
+    for name in bench.MICRO_ROWS:
+        row = {"measure": name, "value": "1", "target": "", "met": None}
+        monkeypatch.setitem(bench.MICRO_ROWS, name, lambda repeat, row=row: ran.append(row) or row)
+    monkeypatch.setattr(bench, "bench_notebooks", lambda *_: pytest.fail("a notebook was run"))
+    monkeypatch.setattr(bench.Path, "write_text", lambda *_: pytest.fail("a file was written"))
+    assert bench.main(["--rows", "explainer"]) == 0
+    assert [r["measure"] for r in ran] == ["explainer", "explainer-small"]
+    assert "| explainer-small | 1 |" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        bench.main(["--rows", "no-such-row"])
+    assert "matches none of" in capsys.readouterr().err
+
+
 def test_make_test_times_check_test_and_each_notebook_in_one_clone(monkeypatch):
     ran = []
 

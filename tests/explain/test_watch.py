@@ -1,0 +1,172 @@
+"""The watch notes an optimizer's step as one call (torch's optimizer-step hooks), not call by
+call: what the step changed is still named, at the learner's `optimizer.step()` line, with the
+tensor's versions; a step that raises leaves the watch looking at every call again; and torch's
+hooks are there only while a watch is on."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import torch
+from torch import nn
+
+from helpers import explain
+from helpers.explain.watch import Watch
+
+OPTIMIZERS = {
+    "SGD": lambda params: torch.optim.SGD(params, lr=0.1),
+    "SGD with momentum": lambda params: torch.optim.SGD(params, lr=0.1, momentum=0.9),
+    "Adam": lambda params: torch.optim.Adam(params, lr=0.1),
+    "Adam, foreach": lambda params: torch.optim.Adam(params, lr=0.1, foreach=True),
+    "RMSprop": lambda params: torch.optim.RMSprop(params, lr=0.1),
+}
+
+
+def _explained(program) -> explain.Explanation:
+    watch = Watch()
+    with watch:
+        try:
+            program()
+        except RuntimeError as err:
+            return explain.explain(err, err.__traceback__, watch)
+    raise AssertionError("the program raised nothing")
+
+
+def _changed(explanation: explain.Explanation) -> explain.Place:
+    return next(p for p in explanation.places if p.role == "changed")
+
+
+def _versions(explanation: explain.Explanation) -> tuple[int, int]:
+    """The versions torch's message gives: the one backward expected, the one it found."""
+    found = re.search(r"is at version (\d+); expected version (\d+)", explanation.torch_message)
+    return int(found[2]), int(found[1])
+
+
+@pytest.mark.parametrize("kind", OPTIMIZERS)
+def test_a_step_between_a_loss_and_its_backward_is_named_at_the_step_line(kind):
+    def program():
+        torch.manual_seed(0)
+        critic = nn.Linear(3, 1)
+        optimizer = OPTIMIZERS[kind](critic.parameters())
+        fake = torch.randn(4, 3, requires_grad=True)
+        loss_g = critic(fake).sum()
+        for _ in range(2):  # a second step: the optimizer's state exists and changes too
+            optimizer.zero_grad()
+            critic(fake.detach()).sum().backward()
+            optimizer.step()
+        loss_g.backward()
+
+    explanation = _explained(program)
+    assert explanation.family == "inplace_saved"
+    changed = _changed(explanation)
+    assert changed.at.code == "optimizer.step()" and changed.at.function == "program"
+    expected, found = _versions(explanation)
+    name = type(OPTIMIZERS[kind]([torch.ones(1, requires_grad=True)])).__name__
+    # the first step moved the saved weight from the version backward expected
+    assert changed.detail == f"{name}.step: {expected} → {expected + 1}"
+    assert found == expected + 2  # and the second step again
+    assert "AddmmBackward0" in explanation.what
+
+
+def test_a_state_tensor_of_the_optimizer_saved_by_a_graph_counts():
+    def program():
+        torch.manual_seed(0)
+        w = torch.randn(3, requires_grad=True)
+        optimizer = torch.optim.Adam([w], lr=0.1)
+        (w * w).sum().backward()
+        optimizer.step()
+        momentum = optimizer.state[w]["exp_avg"]
+        penalty = (w * momentum).sum()  # saves the optimizer's exp_avg for backward
+        optimizer.zero_grad()
+        (w * w).sum().backward()
+        optimizer.step()  # changes exp_avg in place: the step the explanation names
+        penalty.backward()
+
+    explanation = _explained(program)
+    assert explanation.family == "inplace_saved"
+    assert explanation.place("changed").code.startswith("optimizer.step()  # changes exp_avg")
+    assert explanation.place("saved").code.startswith("penalty = (w * momentum).sum()")
+    expected, _ = _versions(explanation)
+    assert _changed(explanation).detail == f"Adam.step: {expected} → {expected + 1}"
+
+
+def test_a_closure_the_step_calls_is_watched_call_by_call():
+    """LBFGS runs the learner's closure inside its step: the closure's in-place change is named
+    at its own line, not at the step's."""
+
+    def program():
+        torch.manual_seed(0)
+        w = torch.randn(3, requires_grad=True)
+        optimizer = torch.optim.LBFGS([w], max_iter=1)
+        x = torch.randn(3)
+
+        def closure():
+            optimizer.zero_grad()
+            h = (w * x).sigmoid()
+            loss = (h * h).sum()
+            h.mul_(2)  # in place, inside the step
+            loss.backward()
+            return loss
+
+        optimizer.step(closure)
+
+    explanation = _explained(program)
+    assert explanation.place("changed").code == "h.mul_(2)  # in place, inside the step"
+    assert explanation.place("saved").code == "loss = (h * h).sum()"
+
+
+def test_a_step_that_raises_leaves_the_watch_looking_at_every_call():
+    def program():
+        x = torch.ones(3, requires_grad=True)
+        h = x.exp()
+        y = h * h
+        optimizer = torch.optim.SparseAdam([x], lr=0.1)
+        (x * 2).sum().backward()
+        with torch.no_grad():  # gradients stay off after the step, as they are inside it
+            try:
+                optimizer.step()  # raises inside the step: SparseAdam refuses dense gradients
+            except RuntimeError:
+                pass
+            h.mul_(2)
+        y.sum().backward()
+
+    explanation = _explained(program)
+    assert explanation.place("changed").code == "h.mul_(2)"
+
+
+def test_torchs_step_hooks_are_there_only_while_a_watch_is_on():
+    from torch.optim.optimizer import _global_optimizer_post_hooks, _global_optimizer_pre_hooks
+
+    assert not _global_optimizer_pre_hooks and not _global_optimizer_post_hooks
+    first, second = Watch(), Watch()
+    with first:
+        assert len(_global_optimizer_pre_hooks) == len(_global_optimizer_post_hooks) == 1
+        with second:
+            assert len(_global_optimizer_pre_hooks) == 1
+        assert len(_global_optimizer_pre_hooks) == 1
+    assert not _global_optimizer_pre_hooks and not _global_optimizer_post_hooks
+
+
+def test_the_watch_keeps_the_last_records_only_however_many_parameters_a_step_changes():
+    from helpers.explain.watch import KEPT
+
+    torch.manual_seed(0)
+    many = [torch.randn(2, requires_grad=True) for _ in range(KEPT + 44)]
+    optimizer = torch.optim.SGD(many, lr=0.1)
+    watch = Watch()
+    with watch:
+        for _ in range(3):
+            sum(p.sum() for p in many).backward()
+            optimizer.step()
+        few = torch.zeros(3)
+        few.add_(1)  # one learner's in-place call after the steps
+    records = watch.inplace
+    assert len(records) == KEPT
+    assert records[-1].call == "add_" and records[-1].at.code.startswith("few.add_(1)")
+    steps = records[:-1]
+    assert {r.call for r in steps} == {"SGD.step"}
+    assert [r.tensor() for r in steps] == many[-(KEPT - 1) :]  # the last step's, in order
+    assert {(r.version_before, r.version_after) for r in steps} == {(2, 3)}
+    assert len(watch._changes) == 2  # the last step and the call: the older steps let go
+    assert watch._held == KEPT + 1  # and of the last step, only its last KEPT changes
