@@ -722,18 +722,42 @@ def _backward_location(node: Any) -> Location | None:
 
 
 def _in_custom_function() -> bool:
-    """Whether this call is made inside the forward of a `torch.autograd.Function` (its `apply`
-    is on the stack): torch runs that forward with grad off, and the Function's own backward
-    stands for everything in it, so nothing there is a cut."""
+    """Whether this call is made inside the forward of a `torch.autograd.Function`: torch runs
+    that forward with grad off, and the Function's own backward stands for everything in it, so
+    nothing there is a cut. On torch 2.13 and older `Function.apply` is a Python frame on the
+    stack; on 2.15 it is C++, so the forward's own code is looked for among Functions' forwards."""
     frame = sys._getframe(1)
     while frame is not None:
-        if frame.f_code.co_name == "apply" and frame.f_globals.get("__name__") == _FUNCTION_MODULE:
+        code = frame.f_code
+        if code.co_name == "apply" and frame.f_globals.get("__name__") == _FUNCTION_MODULE:
+            return True
+        if code.co_name == "forward" and _is_function_forward(code):
             return True
         frame = frame.f_back
     return False
 
 
 _FUNCTION_MODULE = torch.autograd.function.__name__
+#: The code of every custom Function's `forward` seen so far (code object -> whether it is one).
+_FUNCTION_FORWARDS: dict[Any, bool] = {}
+
+
+def _is_function_forward(code: Any) -> bool:
+    """Whether `code` is the `forward` of a `torch.autograd.Function` subclass (asked again of
+    torch's subclasses only for code not seen before, so a loop pays once)."""
+    known = _FUNCTION_FORWARDS.get(code)
+    if known is None:
+        if len(_FUNCTION_FORWARDS) >= 4096:
+            _FUNCTION_FORWARDS.clear()
+        pending, forwards = [torch.autograd.Function], set()
+        while pending:
+            cls = pending.pop()
+            pending.extend(cls.__subclasses__())
+            forward = getattr(cls.__dict__.get("forward"), "__func__", cls.__dict__.get("forward"))
+            if forward is not None and hasattr(forward, "__code__"):
+                forwards.add(forward.__code__)
+        known = _FUNCTION_FORWARDS[code] = code in forwards
+    return known
 
 
 def _roots(args: tuple, kwargs: dict) -> list[tuple[torch.Tensor, Any]]:
