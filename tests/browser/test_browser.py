@@ -39,7 +39,6 @@ WIDGET_TIMEOUT_MS = 30_000
 MAX_SCREENSHOT_HEIGHT = 30_000
 #: Notebooks that draw nothing, with the reason (every other notebook must show a picture).
 WITHOUT_PICTURES = {
-    "08b_when_autograd_raises.ipynb": "errors and their explanations: text, code and tables",
     "10_check_yourself.ipynb": "a final quiz: questions, answers and tables",
 }
 ALL_WIDGET_KINDS = {"stepper", "explorer", "optimizer lab", "quiz"}

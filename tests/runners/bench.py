@@ -339,6 +339,29 @@ def _training_step(model, optimizer, x, y) -> None:
     optimizer.step()
 
 
+def _time_ways(
+    ways: dict[str, Callable[[], object]], step: Callable, case: tuple, steps: int, rounds: int,
+    warmups: int,
+) -> dict[str, list[float]]:
+    """Each way's seconds per round: in each round the ways (context managers around a step)
+    take turns, each timed over `steps` steps of `step(*case)`, its median kept."""
+    seconds: dict[str, list[float]] = {name: [] for name in ways}
+    for _ in range(warmups):
+        for way in ways.values():
+            with way():
+                step(*case)
+    for _ in range(rounds):
+        for name, way in ways.items():
+            times = []
+            for _ in range(steps):
+                start = time.perf_counter()
+                with way():
+                    step(*case)
+                times.append(time.perf_counter() - start)
+            seconds[name].append(statistics.median(times))
+    return seconds
+
+
 def bench_explainer(repeat: int, steps: int = 40) -> dict:
     """One training step bare, under the explainer's watch (`%load_ext helpers` runs every cell
     so) and under `torch.autograd.detect_anomaly()`: an MLP 784-256-10 on a batch of 64, SGD with
@@ -362,23 +385,12 @@ def bench_explainer(repeat: int, steps: int = 40) -> dict:
         "explainer": lambda: watch,
         "anomaly": torch.autograd.detect_anomaly,
     }
-    seconds: dict[str, list[float]] = {name: [] for name in ways}
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # anomaly mode warns that it is slow on every entry
-            for _ in range(5):  # warm-up
-                for way in ways.values():
-                    with way():
-                        _training_step(model, optimizer, x, y)
-            for _ in range(max(15, 3 * repeat)):
-                for name, way in ways.items():
-                    times = []
-                    for _ in range(steps):
-                        start = time.perf_counter()
-                        with way():
-                            _training_step(model, optimizer, x, y)
-                        times.append(time.perf_counter() - start)
-                    seconds[name].append(statistics.median(times))
+            seconds = _time_ways(
+                ways, _training_step, (model, optimizer, x, y), steps, max(15, 3 * repeat), 5
+            )
     finally:
         torch.set_num_threads(threads)
     rounds = list(zip(*(seconds[n] for n in ways), strict=True))
@@ -433,21 +445,8 @@ def bench_explainer_small(repeat: int, steps: int = 100) -> dict:
     case = _small_model()
     watch, floor = Watch(), Floor()
     ways = {"bare": contextlib.nullcontext, "explainer": lambda: watch, "floor": lambda: floor}
-    seconds: dict[str, list[float]] = {name: [] for name in ways}
-    try:
-        for _ in range(20):  # warm-up: Adam's state, the watch's caches
-            for way in ways.values():
-                with way():
-                    _small_step(*case)
-        for _ in range(max(15, 3 * repeat)):
-            for name, way in ways.items():
-                times = []
-                for _ in range(steps):
-                    start = time.perf_counter()
-                    with way():
-                        _small_step(*case)
-                    times.append(time.perf_counter() - start)
-                seconds[name].append(statistics.median(times))
+    try:  # 20 warm-up rounds: Adam's state, the watch's caches
+        seconds = _time_ways(ways, _small_step, case, steps, max(15, 3 * repeat), 20)
     finally:
         torch.set_num_threads(threads)
     rounds = list(zip(*(seconds[n] for n in ways), strict=True))
