@@ -266,8 +266,10 @@ def scratch_for(module: str) -> Path:
         f"pytest_add_cli_args_test_selection = [{tests}]\n"
         'pytest_add_cli_args = ["-q", "-x", "-p", "no:randomly"]\n'
         # mutmut copies only the mutated .py file; helpers.language reads its text beside it,
-        # and a module of a subpackage imports its siblings (copied first, then mutated over).
-        f"also_copy = {json.dumps(['helpers/text', *_subpackage(module)])}\n"
+        # `import helpers` needs the package's own __init__ (without it, helpers is a namespace
+        # package in mutmut's copy: no %load_ext, no public names), and a module of a
+        # subpackage imports its siblings (copied first, then mutated over).
+        f"also_copy = {json.dumps(['helpers/text', 'helpers/__init__.py', *_subpackage(module)])}\n"
     )
     if module in FORKSERVER:
         config += 'process_isolation = "forkserver"\n'

@@ -113,3 +113,17 @@ def test_the_table_follows_the_configuration_as_it_is_when_the_run_ends(tmp_path
     rows = [line.split("|")[1].strip() for line in table.read_text().splitlines() if "|" in line]
     assert "`helpers/naming.py`" in rows and "`helpers/state.py`" in rows
     assert "helpers/naming.py" in mutate.MODULES
+
+
+def test_mutmut_copies_the_package_init_so_that_import_helpers_is_the_package(
+    tmp_path, monkeypatch
+):
+    # mutmut runs the tests in its own copy holding only the mutated file and `also_copy`:
+    # without helpers/__init__.py there, helpers is a namespace package and every test of
+    # %load_ext helpers fails before a mutant runs (helpers/explain/ measured 0 of 47).
+    import tomllib
+
+    monkeypatch.setattr(mutate, "SCRATCH", tmp_path)
+    for module in ("helpers/state.py", "helpers/explain/catalogue.py"):
+        config = tomllib.loads((mutate.scratch_for(module) / "pyproject.toml").read_text())
+        assert "helpers/__init__.py" in config["tool"]["mutmut"]["also_copy"], module
