@@ -64,9 +64,12 @@ MUTANTS: dict[str, list[tuple[str, str]]] = {
     "no-grad-ends": [("RECORDING[0] = self.before", "RECORDING[0] = error[0] is None")],
     "grad-fn-name": [('"MulBackward0", np.multiply', '"MulBackward", np.multiply')],
     "grad-fn-names": [('"SubBackward0"', '"SubBackward"')],
+    "grad-fn-call": [
+        ("ga = _unbroadcast(grad_a(g, saved.pop(0))", "ga = _unbroadcast(grad_a(g, saved.pop(1))"),
+    ],
     "grad-none-before": [("        self.grad = None  #", "        self.grad = 0.0  #")],
     "backward-fills-leaves": [
-        ("ga = _unbroadcast(grad_a(g, saved.pop(0))", "ga = _unbroadcast(grad_a(g, saved.pop(1))"),
+        ("grads[child] + g if child in grads else g", "grads[child] + g if child in grads else -g"),
     ],
     "backward-leaf-without-grad": [("    if not t.requires_grad:\n        return None\n", "")],
     "next-functions-leaf": [('"torch::autograd::AccumulateGrad"', '"LeafBackward0"')],
@@ -151,8 +154,8 @@ MUTANTS: dict[str, list[tuple[str, str]]] = {
             ),
         ),
         (
-            "backward, [b] * need_a + [a] * need_b)",
-            'backward, ([b] * need_a + [a] * need_b) * (name == "MulBackward0"))',
+            "saved = [b] * need_a + [a] * need_b",
+            'saved = ([b] * need_a + [a] * need_b) * (name == "MulBackward0")',
         ),
     ],
     "free-nothing-saved": [("    if not retain_graph and self.saved:", "    if not retain_graph:")],
@@ -161,20 +164,18 @@ MUTANTS: dict[str, list[tuple[str, str]]] = {
             (
                 "    a, b = _wrap(a), _wrap(b)\n"
                 "    need_a, need_b = a.requires_grad, b.requires_grad\n"
-                "    def backward(g, *saved):\n"
-                "        saved = list(saved)\n"
+                "    saved = [b] * need_a + [a] * need_b"
             ),
             (
                 "    number = not isinstance(b, Tensor)\n"
                 "    a, b = _wrap(a), _wrap(b)\n"
                 "    need_a, need_b = a.requires_grad, b.requires_grad\n"
-                "    def backward(g, *saved):\n"
-                "        saved = [b.data] * (need_a and number) + list(saved)\n"
+                "    saved = [b] * (need_a and not number) + [a] * need_b"
             ),
         ),
         (
-            "backward, [b] * need_a + [a] * need_b)",
-            "backward, [b] * (need_a and not number) + [a] * need_b)",
+            "        saved = list(saved)\n",
+            "        saved = [b.data] * (need_a and number) + list(saved)\n",
         ),
     ],
     "free-keeps-nodes": [
@@ -205,6 +206,10 @@ MUTANTS: dict[str, list[tuple[str, str]]] = {
     "version-unsaved-fine": [("    if _records((self, other)):", "    if False:")],
     "version-no-grad-counts": [
         ("    self._counter[0] += 1  #", "    self._counter[0] += RECORDING[0]  #"),
+    ],
+    "saved-only-needed": [  # both inputs saved, each gradient still computed from the right one
+        ("saved = [b] * need_a + [a] * need_b", "saved = [b, a]"),
+        ("grad_b(g, saved.pop(0))", "grad_b(g, saved[-1])"),
     ],
     "detach-leaf": [
         (
@@ -458,8 +463,9 @@ def test_the_report_says_what_torch_did_and_what_the_engine_did():
         "torch: ['AccumulateGrad', None, None, 'AccumulateGrad']",
         "your engine: ['LeafBackward0', None, None, 'LeafBackward0']",
     ]
-    lines = said(nb05b.check_engine(broken("backward-fills-leaves")))  # a crash, named
-    assert lines[1] == "torch: [[3, 4], 1]" and lines[2].startswith("your engine raised IndexError")
+    lines = said(nb05b.check_engine(broken("grad-fn-call")))  # a crash, named
+    assert lines[1].startswith("torch: [[[1, 20], None], [None, [1, 20]]")
+    assert lines[2].startswith("your engine raised IndexError")
     lines = said(nb05b.check_engine(broken("free-second-backward")))
     assert lines[1].startswith("raised RuntimeError: Trying to backward through the graph")
     assert lines[2] == "your engine raised nothing"
@@ -523,7 +529,7 @@ def test_the_checker_speaks_chinese():
     finally:
         set_language("en")
     assert "规则 1" in text(result) and "torch" in text(result)
-    assert "57" in ok.success_text and "torch" in ok.success_text
+    assert str(len(MUTANTS)) in ok.success_text and "torch" in ok.success_text
 
 
 def _two_layer_losses(lib, steps: int = 30) -> list[float]:
