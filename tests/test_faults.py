@@ -58,17 +58,15 @@ def test_network_isolation_is_available_in_ci():
 def test_notebooks_run_without_dot_offline_in_shuffled_order(capsys):
     assert shutil.which("dot", path=VENV_BIN) is None
     seed = int(os.environ.get("SHUFFLE_SEED", random.randrange(10_000)))
-    command = [sys.executable, str(RUNNER), "--shuffle", str(seed), *map(str, CHOSEN)]
+    command = [sys.executable, str(RUNNER), "--warm", "--shuffle", str(seed), *map(str, CHOSEN)]
     offline = isolation_available()
     if offline:
-        command = offline_command(
+        probe = offline_command(
             [sys.executable, "-c", "print(open('/proc/net/route').read())"], VENV_BIN
         )
-        routes = subprocess.run(command, capture_output=True, text=True, timeout=60, check=True)
+        routes = subprocess.run(probe, capture_output=True, text=True, timeout=60, check=True)
         assert len(routes.stdout.strip().splitlines()) <= 1, "the namespace still has routes"
-        command = offline_command(
-            [sys.executable, str(RUNNER), "--shuffle", str(seed), *map(str, CHOSEN)], VENV_BIN
-        )
+        command = offline_command(command, VENV_BIN)
     env = dict(os.environ, PATH=VENV_BIN)
     done = subprocess.run(
         command, capture_output=True, text=True, timeout=900, env=env, cwd=ROOT, check=False
@@ -114,3 +112,24 @@ def test_the_runner_reports_the_files_a_notebook_writes_next_to_it(tmp_path):
     assert results["02_messy.ipynb"]["files_written"] == ["scratch.txt"]
     # its kernel talks over Unix sockets, which no other step's TCP connection can take
     assert '"transport": "ipc"' in results["01_tidy.ipynb"]["text"]
+
+
+def test_the_offline_pass_forks_its_kernels_warm_and_colab_starts_them_cold(tmp_path):
+    import nbformat
+    from nbformat.v4 import new_code_cell, new_notebook
+
+    notebook = tmp_path / "00_probe.ipynb"
+    probe = "import sys; print('torch imported before the first cell:', 'torch' in sys.modules)"
+    nbformat.write(new_notebook(cells=[new_code_cell(probe)]), notebook)
+    said = {}
+    for flag in ("--warm", "--fake-colab"):
+        done = subprocess.run(
+            [sys.executable, str(RUNNER), flag, str(notebook)],
+            capture_output=True, text=True, timeout=300, check=True,
+        )  # fmt: skip
+        (result,) = json.loads(done.stdout)
+        said[flag] = result["text"].strip()
+    assert said == {
+        "--warm": "torch imported before the first cell: True",
+        "--fake-colab": "torch imported before the first cell: False",
+    }

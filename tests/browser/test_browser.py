@@ -2,14 +2,16 @@
 
 For every notebook: no error or stderr output, every widget view rendered (not "Loading
 widget..." nor an error), every picture loaded and visible, and a screenshot in
-.artifacts/screenshots/. The explorers respond: the backward stepper's slider changes its picture,
-the graph explorer's toggle changes the graph, the optimizer lab's dropdown changes the heatmaps,
-and a quiz answer reveals its explanation. Answers and solutions open collapsed (their code and
-output behind a placeholder) and a click opens them.
+.artifacts/screenshots/ to look at (not in CI, where nobody looks: the whole notebook as one
+picture costs about 2 s, and it checks nothing). The explorers respond: the backward stepper's
+slider changes its picture, the graph explorer's toggle changes the graph, the optimizer lab's
+dropdown changes the heatmaps, and a quiz answer reveals its explanation. Answers and solutions
+open collapsed (their code and output behind a placeholder) and a click opens them.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from pathlib import Path
@@ -266,7 +268,10 @@ SCROLLER = f"""(path) => ({PANEL})(path).content.node.querySelector('.jp-Windowe
 
 
 def screenshot(page, name: str, path: Path) -> None:
-    """The whole notebook, top to bottom, in one picture (a viewport as tall as the notebook)."""
+    """The whole notebook, top to bottom, in one picture (a viewport as tall as the notebook);
+    nothing in CI (CI=true), where no one looks at it."""
+    if os.environ.get("CI") == "true":
+        return
     height = page.evaluate(f"(path) => ({SCROLLER})(path).scrollHeight", name)
     width = page.viewport_size["width"]
     page.set_viewport_size({"width": width, "height": min(height + 160, MAX_SCREENSHOT_HEIGHT)})

@@ -1,22 +1,28 @@
 """Run notebooks top to bottom in fresh kernels and report what happened, as JSON on stdout.
 
-    python tests/support/run_notebooks.py [--fake-colab] [--shuffle SEED] NOTEBOOK ...
+    python tests/support/run_notebooks.py [--fake-colab | --warm] [--shuffle SEED] NOTEBOOK ...
 
 Used by the fault and Colab-emulation tests, which run it in a changed environment (no `dot` on
 PATH, no network, a Colab-like virtual environment). Needs only nbclient and nbformat.
 
 Each notebook gets a fresh kernel, so one notebook can depend on another only through a file that
-one writes and the other reads in the notebooks' folder. Each result lists the files the notebook
-created or changed there (`files_written`): with none, the order cannot matter, and a shuffled run
-checks that claim in an order nobody chose.
+one writes and the other reads in the notebooks' folder. With `--warm` the kernel is forked from a
+process that has imported torch (warm_kernel.py, beside this file), as nbval's and the re-runs'
+are: the offline pass. Emulated Colab starts ordinary kernels, as Colab does, and so does
+JupyterLab in the browser tests: a kernel's cold start is proved there. Each result lists the
+files the notebook created or changed there (`files_written`): with none, the order cannot
+matter, and a shuffled run checks that claim in an order nobody chose.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import random
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -36,7 +42,7 @@ def folder_state(folder: Path) -> dict[str, int]:
     }
 
 
-def run(path: Path, fake_colab: bool) -> dict:
+def run(path: Path, fake_colab: bool, kernel_name: str = "python3") -> dict:
     """Execute one notebook; return its name, error (or None), all text it showed, the files it
     created or changed in its folder, and the seconds Run All took (kernel start included)."""
     import nbformat
@@ -51,7 +57,7 @@ def run(path: Path, fake_colab: bool) -> dict:
     client = NotebookClient(
         nb,
         timeout=600,
-        kernel_name="python3",
+        kernel_name=kernel_name,
         kernel_manager_class=UnixSocketKernelManager,
         resources={"metadata": {"path": str(path.parent)}},
     )
@@ -85,7 +91,9 @@ def main() -> int:
     """Command line."""
     parser = argparse.ArgumentParser()
     parser.add_argument("notebooks", nargs="+", type=Path)
-    parser.add_argument("--fake-colab", action="store_true")
+    chosen = parser.add_mutually_exclusive_group()
+    chosen.add_argument("--fake-colab", action="store_true")
+    chosen.add_argument("--warm", action="store_true", help="kernels forked with torch imported")
     parser.add_argument(
         "--shuffle", type=int, default=None, help="shuffle the order with this seed"
     )
@@ -93,7 +101,16 @@ def main() -> int:
     order = list(args.notebooks)
     if args.shuffle is not None:
         random.Random(args.shuffle).shuffle(order)
-    results = [run(p.resolve(), args.fake_colab) for p in order]
+    with contextlib.ExitStack() as stack:
+        kernel_name = "python3"
+        if args.warm:
+            import warm_kernel  # beside this file
+
+            spec = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="kernels-")))
+            warm_kernel.write_spec(spec)
+            os.environ["JUPYTER_PATH"] = warm_kernel.jupyter_path(spec, os.environ)
+            kernel_name = warm_kernel.KERNEL_NAME
+        results = [run(p.resolve(), args.fake_colab, kernel_name) for p in order]
     json.dump(results, sys.stdout)
     return 0
 
