@@ -374,3 +374,62 @@ def test_ipython_shows_an_explanation_as_its_text_not_its_fields():
     explanation = explain.explain(error, error.__traceback__, error.watch)
     assert pretty(explanation) == explanation.as_text()
     assert "Location(" not in pretty(explanation)
+
+
+def test_on_watches_once_and_off_gives_python_its_excepthook_back(monkeypatch):
+    import sys
+
+    monkeypatch.setattr(sys, "excepthook", sys.__excepthook__)
+    assert explain.watch() is None  # off: no watch, and Python's own hook
+    watch = explain.on()
+    try:
+        assert isinstance(watch, explain.Watch) and explain.on() is watch  # on twice: one watch
+        assert explain.watch() is watch and sys.excepthook is not sys.__excepthook__
+        try:
+            runpy.run_path(str(HERE / "activation_changed.py"), run_name="__main__")
+        except RuntimeError as err:
+            error = err
+        found = explain.explain(error)  # the running watch's records, by default
+        assert found is not None and found.family == "inplace_saved"
+    finally:
+        explain.off()
+    assert explain.watch() is None and sys.excepthook is sys.__excepthook__
+    explain.off()  # off twice: nothing left to switch off
+    assert sys.excepthook is sys.__excepthook__
+
+    def theirs(*_):
+        pass
+
+    explain.on()
+    sys.excepthook = theirs  # a hook set after the explainer's: off() leaves it
+    explain.off()
+    assert sys.excepthook is theirs and explain.watch() is None
+
+
+def test_the_script_hook_prints_the_traceback_then_the_explanation_or_only_the_traceback(
+    monkeypatch, capsys
+):
+    import sys
+
+    monkeypatch.setattr(sys, "excepthook", sys.__excepthook__)
+    explain.on()
+    try:
+        try:
+            runpy.run_path(str(HERE / "activation_changed.py"), run_name="__main__")
+        except RuntimeError as err:
+            sys.excepthook(type(err), err, err.__traceback__)
+        explained = capsys.readouterr().err
+        try:
+            {}["no such key"]
+        except KeyError as err:
+            sys.excepthook(type(err), err, err.__traceback__)
+        plain = capsys.readouterr().err
+    finally:
+        explain.off()
+    assert explained.startswith("Traceback (most recent call last)")
+    assert explained.index("modified by an inplace operation") < explained.index(
+        "\nautograd: a saved tensor was changed in place"
+    )
+    assert "activation_changed.py:9   h.mul_(2)  # cause" in explained  # the causal line
+    assert plain.startswith("Traceback") and plain.rstrip().endswith("KeyError: 'no such key'")
+    assert "autograd" not in plain
