@@ -12,6 +12,8 @@ from collections.abc import Iterable, Mapping
 
 import torch
 
+from helpers.language import article
+
 __all__ = ["HOW", "a_type", "named_tensors"]
 
 #: What every helper accepts as names, as its error messages say.
@@ -50,12 +52,7 @@ def named_tensors(
 
 
 def a_type(value: object) -> str:
-    """The name of `value`'s type with its English article, by sound: "an int", "a list", "a
-    uint8", "an ndarray", "an MSELoss". The rule is `helpers.language.article`'s, written again
-    here so that this module, on the lowest floor of the imports, imports no helper (a test
-    holds the two to the same answers)."""
+    """The name of `value`'s type with its English article, by sound (`helpers.language.article`):
+    "an int", "a list", "a uint8", "an ndarray", "an MSELoss"."""
     name = type(value).__name__
-    first = name[:1].lower()
-    abbreviation = name[:2].isupper() or name.startswith("nd")  # ndarray: "en-dee-array"
-    vowel = first in ("a", "e", "i", "o") or (abbreviation and first and first in "fhlmnrsx")
-    return f"{'an' if vowel else 'a'} {name}"
+    return f"{article(name)} {name}"

@@ -104,15 +104,3 @@ def test_a_type_goes_by_sound_for_an_abbreviation():
     assert a_type(torch.nn.GRU(2, 2)) == "a GRU"  # "gee"
     assert a_type(torch.nn.ReLU()) == "a ReLU"  # a word, not letters
     assert a_type("text") == "a str"  # said "string"
-
-
-def test_a_type_and_the_texts_choose_the_same_article():
-    import numpy as np
-
-    from helpers.language import article
-
-    values = [np.ones(2), torch.nn.MSELoss(), torch.nn.GRU(2, 2), torch.nn.ReLU(), "s", 3, None]
-    values += [torch.ones(1), torch.nn.Linear(1, 1), {}, (), torch.nn.SiLU(), ArithmeticError()]
-    for value in values:
-        name = type(value).__name__
-        assert a_type(value) == f"{article(name)} {name}"

@@ -55,6 +55,7 @@ MODULES: dict[str, list[str]] = {
     "helpers/params.py": ["tests/test_params.py"],
     "helpers/checks.py": ["tests/test_checks.py"],
     "helpers/split.py": ["tests/test_split.py"],
+    "helpers/split_graphs.py": ["tests/test_split_graphs.py"],
     "helpers/memory.py": ["tests/test_memory.py"],
     "helpers/quiz.py": ["tests/test_quiz.py", "tests/exercises/test_nb10.py"],
     "helpers/language.py": ["tests/test_language.py"],
