@@ -14,6 +14,7 @@ itself never replaces yours.
 from __future__ import annotations
 
 import sys
+import traceback
 from typing import Any
 
 import torch
@@ -75,7 +76,8 @@ def off() -> None:
 
 
 def _excepthook(etype: type, value: BaseException, tb: Any) -> None:
-    sys.__excepthook__(etype, value, bare_traceback(tb))
+    # Python's own hook prints the error's own traceback whatever it is handed: print this one
+    traceback.print_exception(etype, value, bare_traceback(tb))
     explanation = explain(value, tb)
     if explanation is not None:
         print("\n" + explanation.as_text(), file=sys.stderr)

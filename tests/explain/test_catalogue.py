@@ -431,5 +431,7 @@ def test_the_script_hook_prints_the_traceback_then_the_explanation_or_only_the_t
         "\nautograd: a saved tensor was changed in place"
     )
     assert "activation_changed.py:9   h.mul_(2)  # cause" in explained  # the causal line
+    assert "helpers/explain/watch.py" not in explained  # the watch's own frames are taken out
+    assert "helpers/doctor/watching.py" not in explained
     assert plain.startswith("Traceback") and plain.rstrip().endswith("KeyError: 'no such key'")
     assert "autograd" not in plain
