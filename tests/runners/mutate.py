@@ -245,19 +245,23 @@ class ModuleResult:
         return self.caught / len(self.statuses) if self.statuses else 0.0
 
 
+#: What mutmut copies beside the mutated module (`scratch_for` says why).
+ALSO_COPY = ("helpers/text", "helpers/__init__.py", "tooling", "notebooks")
+
+
 def scratch_path(module: str) -> Path:
     """Where `module`'s scratch copy lives: .mutate/state, .mutate/exercises-hooks, ..."""
     return SCRATCH / module.removeprefix("helpers/").removesuffix(".py").replace("/", "-")
 
 
 def scratch_for(module: str) -> Path:
-    """A fresh copy of helpers/, tooling/, tests/ and pyproject.toml, configured to mutate
-    `module`."""
+    """A fresh copy of helpers/, tooling/, tests/, notebooks/ and pyproject.toml, configured to
+    mutate `module`."""
     scratch = scratch_path(module)
     shutil.rmtree(scratch, ignore_errors=True)
     scratch.mkdir(parents=True)
     ignore = shutil.ignore_patterns("__pycache__", "browser")
-    for folder in ("helpers", "tooling", "tests"):
+    for folder in ("helpers", "tooling", "tests", "notebooks"):
         shutil.copytree(ROOT / folder, scratch / folder, ignore=ignore)
     config = (ROOT / "pyproject.toml").read_text()
     tests = ", ".join(f'"{t}"' for t in MODULES[module])
@@ -266,11 +270,12 @@ def scratch_for(module: str) -> Path:
         f'source_paths = ["{module}"]\n'
         f"pytest_add_cli_args_test_selection = [{tests}]\n"
         'pytest_add_cli_args = ["-q", "-x", "-p", "no:randomly"]\n'
-        # mutmut copies only the mutated .py file; helpers.language reads its text beside it,
-        # `import helpers` needs the package's own __init__ (without it, helpers is a namespace
-        # package in mutmut's copy: no %load_ext, no public names), and a module of a
-        # subpackage imports its siblings (copied first, then mutated over).
-        f"also_copy = {json.dumps(['helpers/text', 'helpers/__init__.py', *_subpackage(module)])}\n"
+        # mutmut copies only the mutated .py file and runs the tests in that copy: helpers.language
+        # reads its text beside it, `import helpers` needs the package's own __init__ (without
+        # it, helpers is a namespace package there: no %load_ext, no public names), tests read
+        # notebooks through tooling (05b's engine is its cells), and a module of a subpackage
+        # imports its siblings (copied first, then mutated over).
+        f"also_copy = {json.dumps(list(dict.fromkeys([*ALSO_COPY, *_subpackage(module)])))}\n"
     )
     if module in FORKSERVER:
         config += 'process_isolation = "forkserver"\n'

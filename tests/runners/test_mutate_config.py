@@ -120,10 +120,15 @@ def test_mutmut_copies_the_package_init_so_that_import_helpers_is_the_package(
 ):
     # mutmut runs the tests in its own copy holding only the mutated file and `also_copy`:
     # without helpers/__init__.py there, helpers is a namespace package and every test of
-    # %load_ext helpers fails before a mutant runs (helpers/explain/ measured 0 of 47).
+    # %load_ext helpers fails before a mutant runs (helpers/explain/ measured 0 of 47), and
+    # without tooling and the notebooks 05b's tests cannot read its engine.
     import tomllib
 
     monkeypatch.setattr(mutate, "SCRATCH", tmp_path)
-    for module in ("helpers/state.py", "helpers/explain/catalogue.py"):
-        config = tomllib.loads((mutate.scratch_for(module) / "pyproject.toml").read_text())
-        assert "helpers/__init__.py" in config["tool"]["mutmut"]["also_copy"], module
+    for module in ("helpers/state.py", "helpers/explain/catalogue.py", "tooling/editions.py"):
+        scratch = mutate.scratch_for(module)
+        assert (scratch / "notebooks" / "05b_build_the_engine.ipynb").exists()  # what it copies
+        config = tomllib.loads((scratch / "pyproject.toml").read_text())
+        copied = config["tool"]["mutmut"]["also_copy"]
+        assert {"helpers/__init__.py", "tooling", "notebooks"} <= set(copied), module
+        assert len(copied) == len(set(copied)), module
