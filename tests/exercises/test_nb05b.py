@@ -519,6 +519,16 @@ def test_observations_keep_bools_none_and_numbers_apart():
     same = nb05b._same
     assert same([1.0, None], [1.0 + 1e-9, None]) and not same([True], [1.0])
     assert not same([1.0], [1.001]) and not same([1.0], [1.0, 2.0]) and not same(None, 0.0)
+    assert not same(0.0, None) and not same(None, [1.0]) and same(True, True)
+    # a program may see a dict: its keys as text, its values observed and compared one by one
+    seen = nb05b.observe({"w": torch.tensor([1.0, 2.5]), 2: None})
+    assert seen == {"w": [1.0, 2.5], "2": None}
+    assert same(seen, {"w": [1.0, 2.5 + 1e-9], "2": None})
+    assert not same(seen, {"w": [1.0, 2.5], "3": None})
+    assert not same(seen, {"w": [1.0, 2.6], "2": None})
+    assert not same(seen, [[1.0, 2.5], None]) and not same([1.0], {"0": 1.0})
+    assert nb05b._shown(seen) == "{w: [1, 2.5], 2: None}"
+    assert nb05b._shown(["x", True, None]) == "['x', True, None]"
 
 
 def test_the_checker_speaks_chinese():
