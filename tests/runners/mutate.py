@@ -190,8 +190,8 @@ def table_parts(text: str) -> tuple[dict[str, str], dict[str, list[str]]]:
     sections: dict[str, list[str]] = {}
     current: list[str] | None = None
     for line in text.splitlines():
-        row = re.match(r"\| `(helpers/[^`]+)` \|", line)
-        heading = re.match(r"### `(helpers/[^`]+)`$", line)
+        row = re.match(r"\| `((?:helpers|tooling)/[^`]+)` \|", line)
+        heading = re.match(r"### `((?:helpers|tooling)/[^`]+)`$", line)
         if row:
             rows[row[1]] = line
         elif heading:
