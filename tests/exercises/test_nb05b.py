@@ -499,6 +499,7 @@ def test_a_crashing_engine_is_reported_naming_the_rule_and_nothing_raises():
     for nothing in (None, 42, {}, types.ModuleType("empty")):
         result = nb05b.check_engine(nothing)
         assert not result.ok and "check_engine needs your engine" in text(result)
+        assert type(nothing).__name__ in text(result)  # it says what it was given
 
 
 def test_the_notebooks_globals_serve_as_an_engine():
@@ -520,6 +521,12 @@ def test_observations_keep_bools_none_and_numbers_apart():
     assert same([1.0, None], [1.0 + 1e-9, None]) and not same([True], [1.0])
     assert not same([1.0], [1.001]) and not same([1.0], [1.0, 2.0]) and not same(None, 0.0)
     assert not same(0.0, None) and not same(None, [1.0]) and same(True, True)
+    assert not same(1.0, [1.0]) and not same([1.0], 1.0) and not same(1.0, "1.0")
+    assert same(0.0, 1e-12) and not same(0.0, 1e-8)  # near zero: an absolute tolerance
+    error_text = nb05b._error_text
+    assert error_text(ValueError()) == "ValueError: "  # no message at all
+    assert error_text(ValueError("first\nsecond")) == "ValueError: first"
+    assert error_text(ValueError("x" * 300)) == "ValueError: " + "x" * 200
     # a program may see a dict: its keys as text, its values observed and compared one by one
     seen = nb05b.observe({"w": torch.tensor([1.0, 2.5]), 2: None})
     assert seen == {"w": [1.0, 2.5], "2": None}
