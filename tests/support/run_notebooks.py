@@ -19,10 +19,8 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import os
 import random
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -101,15 +99,13 @@ def main() -> int:
     order = list(args.notebooks)
     if args.shuffle is not None:
         random.Random(args.shuffle).shuffle(order)
-    with contextlib.ExitStack() as stack:
-        kernel_name = "python3"
-        if args.warm:
-            import warm_kernel  # beside this file
+    if args.warm:
+        import warm_kernel  # beside this file
 
-            spec = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="kernels-")))
-            warm_kernel.write_spec(spec)
-            os.environ["JUPYTER_PATH"] = warm_kernel.jupyter_path(spec, os.environ)
-            kernel_name = warm_kernel.KERNEL_NAME
+        kernels = warm_kernel.spec_on_path()
+    else:
+        kernels = contextlib.nullcontext("python3")
+    with kernels as kernel_name:
         results = [run(p.resolve(), args.fake_colab, kernel_name) for p in order]
     json.dump(results, sys.stdout)
     return 0

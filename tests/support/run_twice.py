@@ -14,10 +14,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -100,9 +98,7 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("notebooks", nargs="+", type=Path)
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="kernels-") as spec:
-        warm_kernel.write_spec(Path(spec))
-        os.environ["JUPYTER_PATH"] = warm_kernel.jupyter_path(Path(spec), os.environ)
+    with warm_kernel.spec_on_path():
         json.dump([run(p.resolve()) for p in args.notebooks], sys.stdout)
     return 0
 

@@ -35,6 +35,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 #: What the server imports once, for every kernel it forks: torch, the kernel, and the parts of
@@ -232,6 +233,16 @@ def write_spec(folder: Path) -> Path:
         )
     )
     return spec
+
+
+@contextlib.contextmanager
+def spec_on_path() -> Iterator[str]:
+    """For the block, the spec in a temporary folder that this process's Jupyter path (and its
+    children's) finds first; its kernel name, for a kernel manager to start."""
+    with tempfile.TemporaryDirectory(prefix="kernels-") as folder:
+        write_spec(Path(folder))
+        os.environ["JUPYTER_PATH"] = jupyter_path(Path(folder), os.environ)
+        yield KERNEL_NAME
 
 
 def main() -> int:
