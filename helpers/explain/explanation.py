@@ -64,7 +64,9 @@ class Explanation:
                 family=say("common", f"explain.{self.family}.name"),
             )
         ]
-        lines += [self.what, ""]
+        lines.append(self.what)
+        if self.places:
+            lines.append("")
         width = max((len(p.at.label) for p in self.places), default=0)
         for p in self.places:
             role = say("common", f"explain.place.{p.role}")

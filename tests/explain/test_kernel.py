@@ -167,3 +167,45 @@ def test_a_step_that_raises_leaves_the_next_cell_watched(shell):
     (picture,) = shell.shown
     assert "a saved tensor was changed in place" in picture.data
     assert "h.mul_(2)" in picture.data
+
+
+@pytest.fixture
+def handed(shell, monkeypatch):
+    """Each (type, value, traceback lines) the shell is handed to show, in order."""
+    found: list = []
+    show = shell._showtraceback
+
+    def spy(etype, value, stb):
+        found.append((etype, value, stb))
+        return show(etype, value, stb)
+
+    monkeypatch.setattr(shell, "_showtraceback", spy)
+    return found
+
+
+def test_an_error_that_is_not_autograds_is_shown_as_without_the_explainer(shell, handed):
+    cell = "import torch\ntorch.ones(2, 3) @ torch.ones(2, 3)"  # raised inside a torch call
+    shell.run_cell(cell)
+    shell.run_cell("%load_ext helpers")
+    shell.run_cell(cell)
+    (_, _, bare), (_, _, usual) = handed
+    assert usual == bare  # the watch's frames taken out, nothing added
+    assert len(usual) > 1 and "cannot be multiplied" in usual[-1]
+    assert shell.shown == []
+
+
+def test_an_explained_error_shows_torchs_line_and_folds_the_usual_traceback(shell, handed):
+    shell.run_cell("%load_ext helpers")
+    for cell in CELLS:
+        shell.run_cell(cell)
+    ((etype, value, stb),) = handed
+    assert etype is RuntimeError
+    assert stb == [f"RuntimeError: {value}"]  # torch's own words, searchable, nothing else
+    (picture,) = shell.shown
+    page = picture.data
+    folded = page.split("<details><summary>traceback</summary><pre>", 1)[1]
+    assert folded.endswith("</pre></details>")
+    assert "\x1b[" not in folded  # colours taken out of the text
+    assert "----&gt; 1 y.sum().backward()" in folded  # escaped, the learner's line in it
+    assert "helpers/explain" not in folded and "helpers/doctor" not in folded  # no watch frame
+    assert page.startswith('<div class="autograd-explanation"')

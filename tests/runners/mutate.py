@@ -88,6 +88,7 @@ MODULES: dict[str, list[str]] = {
     "helpers/questions/__init__.py": ["tests/questions/test_questions.py"],
     **{
         f"helpers/explain/{part}.py": [
+            *([f"tests/explain/test_{part}.py"] if part in ("explanation", "watch") else []),
             "tests/explain/test_catalogue.py",
             "tests/explain/test_kernel.py",
         ]

@@ -166,7 +166,7 @@ def test_steps(notebook: Path | None = None) -> list[Step]:
     browser run, nbval on every CPU path, its twin (in step, in nbval, re-run, in the browser), and
     the unit tests of the helpers it imports in place of every unit test; the whole suite stays
     CI's."""
-    pytest = [PYTHON, "-m", "pytest", "-q"]
+    pytest = [PYTHON, "-m", "pytest", "-q", "--durations=10"]  # the slowest, in each log
     one = notebook is not None
     if one:
         english = [str(notebook.relative_to(ROOT))]
