@@ -156,3 +156,19 @@ def test_layers_in_containers_inside_containers_are_found_with_their_nested_fix(
     assert gate.fix == "nn.ModuleList([nn.ParameterDict({...}), ...])"
     assert deep.fix == "nn.ModuleList([nn.ModuleList([nn.ModuleList([...]), ...]), ...])"
     assert not found["blocks[0][0].weight"].computed
+
+
+def test_containers_are_searched_eight_deep_and_no_deeper():
+    def nested(depth: int) -> object:
+        value: object = torch.ones(1, requires_grad=True)
+        for _ in range(depth):
+            value = [value]
+        return value
+
+    class Deep(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.eight = nested(8)
+            self.nine = nested(9)
+
+    assert [u.name for u in find_unregistered(Deep())] == ["eight" + "[0]" * 8]

@@ -250,3 +250,35 @@ def test_float_of_the_divisor_still_breaks_the_graph():
         warnings.simplefilter("ignore")
         text = said(one_graph)[1]
     assert text.startswith("torch.compile still makes 2 graphs (first break: ")
+
+
+def test_a_divisor_taken_as_a_reciprocal_with_its_gradient():
+    def one_graph(x, w):
+        loss = torch.tanh(x @ w).pow(2).sum()
+        return loss * loss.clamp(min=1.0).reciprocal()
+
+    assert "your divisor is the loss itself" in said(one_graph)[1]
+
+
+def test_a_constant_1_made_by_a_detached_divisor_is_not_blamed_on_the_divisor():
+    def one_graph(x, w):
+        loss = torch.tanh(x @ w).pow(2).sum()
+        return torch.where(loss > 1, (loss * 0 + loss.detach()) / loss.detach(), loss)
+
+    text = said(one_graph)[1]
+    assert text.startswith(CONSTANT_ABOVE_1)
+    assert "divisor is the loss itself" not in text
+
+
+def test_a_wrong_value_names_the_side_it_is_on():
+    def wrong_above(x, w):
+        loss = torch.tanh(x @ w).pow(2).sum()
+        return torch.where(loss > 1, loss * 3, loss / loss.detach())
+
+    def wrong_below(x, w):
+        loss = torch.tanh(x @ w).pow(2).sum()
+        return torch.where(loss > 1, loss / loss.detach(), loss * 3)
+
+    differs = "the loss differs from normalised_loss's on the input whose loss is"
+    assert said(wrong_above) == (False, f"{differs} above 1")
+    assert said(wrong_below) == (False, f"{differs} below 1")

@@ -180,6 +180,7 @@ def test_a_question_cites_a_chinese_thread_asking_the_same_beside_the_english_on
         line = next(s for s in shown if s.startswith(also))
         assert all(f"[{title}]({url})" in line for title, url in threads)
         assert shown.index(line) == 4, "right after the English thread"
+        assert shown[3] == "", "a paragraph of its own"
 
 
 CODE_SPAN = re.compile(r"`[^`]*`")

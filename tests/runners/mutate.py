@@ -347,6 +347,62 @@ def reasons() -> dict[str, dict[str, str]]:
     return tomllib.loads(REASONS.read_text())
 
 
+_SURVIVOR_LINE = re.compile(r"  - `([^`]+)` \([^)]*\): `(.*)`$")
+
+
+def explained_survivors(section: list[str]) -> dict[tuple[str, str], list[str]]:
+    """A module's explained survivors in MUTATION.md (its section's lines), by (the function a
+    mutant changes, its changed line): the mutant names, in order."""
+    found: dict[tuple[str, str], list[str]] = {}
+    reason = ""
+    for line in section:
+        if line.startswith("- ") and line.endswith(":"):
+            reason = line[2:-1]
+            continue
+        entry = _SURVIVOR_LINE.match(line)
+        if entry and reason != "not explained yet":
+            key = (entry[1].rsplit("__mutmut_", 1)[0], entry[2].replace("\\|", "|"))
+            found.setdefault(key, []).append(entry[1])
+    return found
+
+
+def carried_reasons(
+    results: list[ModuleResult], table: str, why: dict[str, dict[str, str]]
+) -> dict[str, str]:
+    """Old name -> new name, for each survivor without a reason that MUTATION.md (`table`, as
+    it was) lists as explained under another name: mutmut numbers a function's mutants in
+    order, so a change above a survivor renumbers it, and its reason follows it by what it
+    changes (the function and the changed line), not by its number."""
+    _, sections = table_parts(table)
+    renamed: dict[str, str] = {}
+    for r in results:
+        known = why.get(r.module, {})
+        old = explained_survivors(sections.get(r.module, []))
+        survivors = set(r.survivors)
+        for name in r.survivors:
+            if name in known:
+                continue
+            key = (name.rsplit("__mutmut_", 1)[0], survivor_diff(r.module, name))
+            for before in old.get(key, []):
+                if before in known and before not in survivors and before not in renamed:
+                    renamed[before] = name
+                    break
+    taken = {n for reasons in why.values() for n in reasons} - set(renamed)
+    return {before: after for before, after in renamed.items() if after not in taken}
+
+
+def rename_reasons(renamed: dict[str, str]) -> None:
+    """Give the reasons of tests/runners/mutation_survivors.toml their mutants' new names."""
+    if not renamed:
+        return
+    text = REASONS.read_text(encoding="utf-8")
+    REASONS.write_text(
+        re.sub(r'^"([^"]+)"(\s*=)', lambda m: f'"{renamed.get(m[1], m[1])}"{m[2]}', text,
+               flags=re.MULTILINE),
+        encoding="utf-8",
+    )  # fmt: skip
+
+
 def result_row(r: ModuleResult) -> str:
     """One module's row of MUTATION.md, with the hash of the code it measured."""
     tests = ", ".join(Path(t).name for t in MODULES[r.module])
@@ -480,7 +536,12 @@ def main(argv: list[str] | None = None) -> int:
             for name in result.survivors:
                 print(f"  {name} ({result.statuses[name]}): {survivor_diff(module, name)}")
     reread_configuration()
-    keep = TABLE.read_text(encoding="utf-8") if args.modules and TABLE.exists() else ""
+    before = TABLE.read_text(encoding="utf-8") if TABLE.exists() else ""
+    renamed = carried_reasons(results, before, reasons())
+    rename_reasons(renamed)
+    if renamed:
+        print(f"{len(renamed)} reasons follow their renumbered mutants")
+    keep = before if args.modules else ""
     TABLE.write_text(write_table(results, keep), encoding="utf-8")
     print(f"wrote {TABLE.name}" + (f" (the rows of {', '.join(args.modules)})" if keep else ""))
     return 0 if all(r.score >= GOAL for r in results) else 1

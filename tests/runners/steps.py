@@ -84,6 +84,10 @@ def _notebooks(folder: str = "notebooks") -> list[str]:
     return [str(p.relative_to(ROOT)) for p in course_notebooks(ROOT / folder)]
 
 
+#: The files of the steps that run notebooks: a step names its files, for collecting every test
+#: under tests/ to select a few takes seconds (test_steps checks that every test runs in one step).
+NOTEBOOK_RUNS = ["tests/test_faults.py", "tests/test_colab_emulation.py"]
+RERUN = "tests/test_rerun_notebooks.py"
 #: browser-en's tests: the browser tests but the Chinese notebooks' (browser-zh) and the site's.
 BROWSER_EN = "not chinese_notebook and not test_site and not test_pdf"
 
@@ -206,7 +210,7 @@ def test_steps(notebook: Path | None = None) -> list[Step]:
             "Run All offline, without dot" + ("" if one else ", shuffled") + "; Colab emulated",
             [
                 *pytest,
-                *(["tests/test_faults.py", "tests/test_colab_emulation.py"] if one else ["tests"]),
+                *NOTEBOOK_RUNS,
                 "-m",
                 "notebooks and not browser",
             ],
@@ -218,9 +222,7 @@ def test_steps(notebook: Path | None = None) -> list[Step]:
             "every cell run twice in a row explains itself; both editions"
             if one
             else "every cell of every notebook run twice in a row explains itself; three twins too",
-            [*pytest, "tests/test_rerun_notebooks.py", "-m", "rerun", "-k", "explains_itself"]
-            if one
-            else [*pytest, "tests", "-m", "rerun"],
+            [*pytest, RERUN, "-m", "rerun", *(["-k", "explains_itself"] if one else [])],
             env=chosen,
             expected=85 if one else 125,
         ),
@@ -239,7 +241,7 @@ def test_steps(notebook: Path | None = None) -> list[Step]:
                 Step(
                     "browser-en",
                     "JupyterLab runs every notebook in Chromium",
-                    [*pytest, "tests", "-m", "browser", "-k", BROWSER_EN],
+                    [*pytest, "tests/browser", "-m", "browser", "-k", BROWSER_EN],
                     expected=180,
                 ),
                 Step(

@@ -133,3 +133,46 @@ def test_mutmut_copies_the_package_init_so_that_import_helpers_is_the_package(
         copied = config["tool"]["mutmut"]["also_copy"]
         assert {"helpers/__init__.py", "tooling", "notebooks"} <= set(copied), module
         assert len(copied) == len(set(copied)), module
+
+
+OLD_TABLE = """\
+### `helpers/state.py`
+
+- equivalent: the same list either way:
+  - `helpers.state.x_f__mutmut_3` (survived): `a = b \\| c`
+  - `helpers.state.x_f__mutmut_4` (survived): `a = b`
+- not explained yet:
+  - `helpers.state.x_f__mutmut_9` (survived): `q = 1`
+"""
+
+
+def test_a_reason_follows_its_mutant_when_a_change_above_renumbers_it(tmp_path, monkeypatch):
+    """Mutants 3 and 4 of x_f are now 5 and 6 (a mutant more above them): their reasons follow
+    them by function and changed line; a survivor whose line was never explained gets none."""
+    diffs = {"x_f__mutmut_5": "a = b | c", "x_f__mutmut_6": "a = b", "x_f__mutmut_7": "q = 1",
+             "x_g__mutmut_3": "a = b"}  # fmt: skip
+    monkeypatch.setattr(mutate, "survivor_diff", lambda module, name: diffs[name.split(".")[-1]])
+    new = {f"helpers.state.{n}": "survived" for n in diffs}
+    results = [mutate.ModuleResult("helpers/state.py", new)]
+    why = {"helpers/state.py": {f"helpers.state.x_f__mutmut_{n}": "same" for n in (3, 4)}}
+    renamed = mutate.carried_reasons(results, OLD_TABLE, why)
+    assert renamed == {
+        "helpers.state.x_f__mutmut_3": "helpers.state.x_f__mutmut_5",
+        "helpers.state.x_f__mutmut_4": "helpers.state.x_f__mutmut_6",
+    }
+    reasons = tmp_path / "reasons.toml"
+    reasons.write_text(
+        '["helpers/state.py"]\n"helpers.state.x_f__mutmut_3" = "same"\n'
+        '"helpers.state.x_f__mutmut_4" = "same"\n'
+    )
+    monkeypatch.setattr(mutate, "REASONS", reasons)
+    mutate.rename_reasons(renamed)
+    assert set(mutate.reasons()["helpers/state.py"]) == set(renamed.values())
+
+
+def test_a_reason_is_not_carried_onto_a_name_that_has_a_reason_of_its_own(monkeypatch):
+    monkeypatch.setattr(mutate, "survivor_diff", lambda module, name: "a = b")
+    results = [mutate.ModuleResult("helpers/state.py", {"helpers.state.x_f__mutmut_5": "survived"})]
+    why = {"helpers/state.py": {"helpers.state.x_f__mutmut_4": "same"},
+           "helpers/graph.py": {"helpers.state.x_f__mutmut_5": "clash"}}  # fmt: skip
+    assert mutate.carried_reasons(results, OLD_TABLE, why) == {}

@@ -165,6 +165,15 @@ class Net:
 
 """a module's string: not a function's"""
 x = (lambda: "not one either")()
+
+
+def stub():
+    ...
+
+
+def named():
+    label = "a string assigned first: no docstring"
+    return label
 '''
     found = [t.text for t in texts(cell)]
     assert found == [
