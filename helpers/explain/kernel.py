@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import html
+import itertools
 import re
 from typing import Any
 
@@ -71,9 +72,9 @@ def unload(shell: Any) -> None:
 
 def compiles(cell: str, namespace: dict[str, Any]) -> bool:
     """Whether cell `cell` may run torch.compile: it names `compile`, dynamo or `export`, or a
-    name of `namespace` that holds a compiled function or module (or a function that uses one).
-    Such a cell runs unwatched: torch.compile traces the modes it finds, and with one there can
-    compile another program (`helpers.doctor.watching.modes_off`)."""
+    name of `namespace` that holds a compiled function or module (in a list or dict too, or a
+    function that uses one). Such a cell runs unwatched: torch.compile traces the modes it finds,
+    and with one there can compile another program (`helpers.doctor.watching.modes_off`)."""
     try:
         tree = ast.parse(cell)
     except SyntaxError:
@@ -102,7 +103,20 @@ _COMPILING = frozenset({"compile", "_dynamo", "export"})
 
 
 def _compiled(value: Any) -> bool:
-    """A function torch.compile returned, or a module that is, holds or was made one."""
+    """A function torch.compile returned, or a module that is, holds or was made one; or a list,
+    tuple or dict that holds one among its first HELD items (`models[0](x)`)."""
+    if isinstance(value, (list, tuple, dict)):
+        items = value.values() if isinstance(value, dict) else value
+        return any(_compiled_one(v) for v in itertools.islice(items, HELD))
+    return _compiled_one(value)
+
+
+#: How many items of a list, tuple or dict `compiles` looks at: enough for the models a learner
+#: keeps side by side, not a data set's worth at every cell.
+HELD = 64
+
+
+def _compiled_one(value: Any) -> bool:
     if value is None:
         return False
     if callable(value) and hasattr(value, "_torchdynamo_orig_callable"):

@@ -132,8 +132,14 @@ def test_a_cell_that_compiles_is_not_watched_and_others_are(shell):
 
     shell.run_cell("import torch\nf = torch.compile(lambda x: x * 2)\ng = lambda x: f(x) + 1")
     shell.run_cell("model = torch.nn.Sequential(torch.nn.Linear(2, 2))\nmodel.compile()")
+    shell.run_cell("wrapped = torch.compile(torch.nn.Linear(2, 2))\nholder = [wrapped]")
+    shell.run_cell("outer = torch.nn.Sequential(wrapped)\nplain = torch.nn.Linear(2, 2)")
     ns = shell.user_ns
     assert compiles("torch.compile(model)", ns) and compiles("import torch._dynamo", ns)
+    assert compiles("from torch import compile\ncompile(plain)", ns)
+    assert compiles("wrapped(x)", ns) and compiles("outer(x)", ns)  # made one, or holds one
+    assert compiles("holder[0](x)", ns)  # held in a list
+    assert not compiles("plain(x)", ns)
     assert compiles("f(x)", ns) and compiles("g(x)", ns) and compiles("model(x)", ns)
     assert not compiles("torch.nn.Linear(2, 2)(x)", ns) and not compiles("h(x", ns)
 
@@ -209,3 +215,28 @@ def test_an_explained_error_shows_torchs_line_and_folds_the_usual_traceback(shel
     assert "----&gt; 1 y.sum().backward()" in folded  # escaped, the learner's line in it
     assert "helpers/explain" not in folded and "helpers/doctor" not in folded  # no watch frame
     assert page.startswith('<div class="autograd-explanation"')
+
+
+def test_load_is_refused_without_a_shell_and_happens_once(shell, handed):
+    from helpers.explain.kernel import load, unload
+
+    assert load(None) is False and load(object()) is False
+    unload(shell)  # not loaded: nothing to undo
+    before = len(shell.events.callbacks["pre_run_cell"])
+    assert load(shell) is True and load(shell) is True  # a second %load_ext changes nothing
+    assert len(shell.events.callbacks["pre_run_cell"]) == before + 1
+    for cell in CELLS:
+        shell.run_cell(cell)
+    assert len(shell.shown) == 1 and len(handed) == 1  # one watch, one explanation
+    import torch
+
+    assert torch.overrides._get_current_function_mode_stack() == []  # off between cells
+
+
+def test_a_cell_naming_a_list_that_holds_itself_or_a_data_set_is_watched(shell):
+    from helpers.explain.kernel import HELD, compiles
+
+    shell.run_cell("import torch\nloop = []\nloop.append(loop)")
+    shell.run_cell(f"data = [torch.ones(1)] * {HELD} + [torch.compile(torch.nn.Linear(1, 1))]")
+    assert not compiles("loop[0]", shell.user_ns)  # one level looked at: no recursion
+    assert not compiles("data[0]", shell.user_ns)  # past the first HELD items: not looked at

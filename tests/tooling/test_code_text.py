@@ -171,6 +171,10 @@ def stub():
     ...
 
 
+def constant():
+    None
+
+
 def named():
     label = "a string assigned first: no docstring"
     return label
