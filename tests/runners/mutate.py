@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import ast
 import datetime
+import functools
 import hashlib
 import importlib.util
 import json
@@ -263,6 +264,7 @@ def scratch_for(module: str) -> Path:
     mutate `module`."""
     scratch = scratch_path(module)
     shutil.rmtree(scratch, ignore_errors=True)
+    _changed_line.cache_clear()  # the mutants shown before were another run's
     scratch.mkdir(parents=True)
     ignore = shutil.ignore_patterns("__pycache__", "browser")
     for folder in ("helpers", "tooling", "tests", "notebooks"):
@@ -329,9 +331,16 @@ def last_result(module: str) -> ModuleResult:
 
 def survivor_diff(module: str, name: str) -> str:
     """The changed line of one mutant (from the module's scratch copy)."""
+    return _changed_line(scratch_path(module), name)
+
+
+@functools.cache
+def _changed_line(scratch: Path, name: str) -> str:
+    """`mutmut show` once per mutant of a run: a run asks for a survivor's line up to three
+    times (--survivors, carried_reasons, the table), and each asks a new mutmut process."""
     shown = subprocess.run(
         [*MUTMUT, "show", name],
-        cwd=scratch_path(module),
+        cwd=scratch,
         capture_output=True,
         text=True,
     ).stdout
