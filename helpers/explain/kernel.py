@@ -38,16 +38,18 @@ def load(shell: Any) -> bool:
     if getattr(shell, _LOADED, None) is not None:
         return True
     watch = Watch()
-    watching: list[bool] = []  # whether the running cell is watched
+    watched = False  # whether the running cell is watched
 
     def starts(info: Any = None, *_: Any) -> None:
+        nonlocal watched
         if not compiles(shell.transform_cell(getattr(info, "raw_cell", "") or ""), shell.user_ns):
             watch.start()
-            watching.append(True)
+            watched = True
 
     def stops(*_: Any) -> None:
-        if watching:
-            watching.clear()
+        nonlocal watched
+        if watched:
+            watched = False
             _stop(watch)
 
     shell.events.register("pre_run_cell", starts)
@@ -125,7 +127,7 @@ def _compiled_one(value: Any) -> bool:
     if not callable(modules) or not hasattr(value, "_modules"):  # not an nn.Module
         return False
     return any(
-        type(m).__name__ == "OptimizedModule" or getattr(m, "_compiled_call_impl", None)
+        type(m).__name__ == "OptimizedModule" or m._compiled_call_impl is not None
         for m in modules()
     )
 

@@ -17,6 +17,7 @@ from torch import nn
 from helpers.doctor import doctor
 from helpers.doctor.watching import bare_traceback
 from helpers.explain.watch import Watch
+from tests.support.mutation import frames_outside_mutmut
 
 
 def _doctor():
@@ -100,7 +101,7 @@ def _error_frames(way, make_error) -> list[tuple[str, int, str]]:
             make_error()
     except (IndexError, RuntimeError) as err:
         tb = bare_traceback(err.__traceback__)
-    return [(f.filename, f.lineno, f.name) for f in traceback.extract_tb(tb)]
+    return frames_outside_mutmut([(f.filename, f.lineno, f.name) for f in traceback.extract_tb(tb)])
 
 
 ERRORS = {

@@ -13,6 +13,7 @@ from torch import nn
 
 from helpers import explain
 from helpers.explain import catalogue
+from tests.support.mutation import text_outside_mutmut
 
 HERE = Path(__file__).parent / "reproducers"
 #: A reentrant checkpoint warns before it fails (checkpoint_frozen_input): the warning, as a
@@ -418,7 +419,7 @@ def test_the_script_hook_prints_the_traceback_then_the_explanation_or_only_the_t
             runpy.run_path(str(HERE / "activation_changed.py"), run_name="__main__")
         except RuntimeError as err:
             sys.excepthook(type(err), err, err.__traceback__)
-        explained = capsys.readouterr().err
+        explained = text_outside_mutmut(capsys.readouterr().err)
         try:
             {}["no such key"]
         except KeyError as err:

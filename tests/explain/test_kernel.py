@@ -4,10 +4,15 @@ load the explainer's watch."""
 
 from __future__ import annotations
 
+import html
+import re
+
 import pytest
+import torch
 from IPython.core.interactiveshell import InteractiveShell
 
 import helpers
+from tests.support.mutation import entries_outside_mutmut
 
 
 @pytest.fixture
@@ -144,6 +149,41 @@ def test_a_cell_that_compiles_is_not_watched_and_others_are(shell):
     assert not compiles("torch.nn.Linear(2, 2)(x)", ns) and not compiles("h(x", ns)
 
 
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # torch.jit, on import
+def test_compiles_sees_names_brought_in_earlier_and_models_kept_in_a_dict(shell):
+    from helpers.explain.kernel import compiles
+
+    shell.run_cell("import torch\nfrom torch import compile\nplain = torch.nn.Linear(2, 2)")
+    shell.run_cell("models = {'fast': torch.compile(torch.nn.Linear(2, 2))}")
+    shell.run_cell("def step(x):\n    print(len(x))\n    return plain(x)")
+    ns = shell.user_ns
+    assert compiles("compile(plain)", ns)  # `compile` imported in an earlier cell
+    assert compiles("from torch._dynamo import config", ns)
+    assert compiles("models['fast'](x)", ns)  # held in a dict
+    assert not compiles("step(x)", ns)  # builtins used, nothing compiled
+    assert not compiles("model = Net()", {"Net": torch.nn.Linear})  # a class, not a module
+
+
+def test_a_pre_run_cell_without_its_information_still_watches_the_cell(shell):
+    from helpers.explain.kernel import _LOADED
+
+    shell.run_cell("%load_ext helpers")
+    watch, starts, stops = getattr(shell, _LOADED)
+    starts()  # an IPython that calls pre_run_cell without an ExecutionInfo
+    assert torch.overrides._get_current_function_mode_stack() == [watch]
+    stops()
+    assert torch.overrides._get_current_function_mode_stack() == []
+
+
+def test_a_cell_that_runs_unwatched_is_explained_from_the_cells_watched_before(shell):
+    shell.run_cell("%load_ext helpers")
+    for cell in CELLS[:3]:
+        shell.run_cell(cell)
+    shell.run_cell("compiled = torch.compile(lambda t: t)\ny.sum().backward()")
+    (picture,) = shell.shown
+    assert "h.mul_(2)" in picture.data  # the earlier cell's change, from the kernel's watch
+
+
 def test_a_mode_the_learner_left_on_stays_on(shell):
     import torch
 
@@ -182,7 +222,7 @@ def handed(shell, monkeypatch):
     show = shell._showtraceback
 
     def spy(etype, value, stb):
-        found.append((etype, value, stb))
+        found.append((etype, value, entries_outside_mutmut(stb)))
         return show(etype, value, stb)
 
     monkeypatch.setattr(shell, "_showtraceback", spy)
@@ -194,49 +234,64 @@ def test_an_error_that_is_not_autograds_is_shown_as_without_the_explainer(shell,
     shell.run_cell(cell)
     shell.run_cell("%load_ext helpers")
     shell.run_cell(cell)
-    (_, _, bare), (_, _, usual) = handed
+    (_, bare_value, bare), (etype, value, usual) = handed
     assert usual == bare  # the watch's frames taken out, nothing added
+    assert etype is RuntimeError and str(value) == str(bare_value)
     assert len(usual) > 1 and "cannot be multiplied" in usual[-1]
     assert shell.shown == []
 
 
-def test_an_explained_error_shows_torchs_line_and_folds_the_usual_traceback(shell, handed):
+def test_an_explained_error_shows_torchs_line_and_folds_the_usual_traceback(
+    shell, handed, monkeypatch
+):
+    for cell in CELLS:
+        shell.run_cell(cell)
+    ((_, _, bare),) = handed
+    handed.clear()
+    formatted = []
+    structured = shell.InteractiveTB.structured_traceback
+
+    def spy(*args, **kwargs):
+        formatted.append(structured(*args, **kwargs))
+        return formatted[-1]
+
+    monkeypatch.setattr(shell.InteractiveTB, "structured_traceback", spy)
     shell.run_cell("%load_ext helpers")
     for cell in CELLS:
         shell.run_cell(cell)
     ((etype, value, stb),) = handed
     assert etype is RuntimeError
     assert stb == [f"RuntimeError: {value}"]  # torch's own words, searchable, nothing else
+    (usual,) = formatted
+    assert entries_outside_mutmut(usual) == bare  # the watch's frames taken out, nothing added
     (picture,) = shell.shown
     page = picture.data
     folded = page.split("<details><summary>traceback</summary><pre>", 1)[1]
     assert folded.endswith("</pre></details>")
     assert "\x1b[" not in folded  # colours taken out of the text
+    assert folded == html.escape(_ANSI.sub("", "\n".join(usual))) + "</pre></details>"
     assert "----&gt; 1 y.sum().backward()" in folded  # escaped, the learner's line in it
-    assert "helpers/explain" not in folded and "helpers/doctor" not in folded  # no watch frame
     assert page.startswith('<div class="autograd-explanation"')
+    explanation = page.split("<details>", 1)[0]
+    assert "y.sum().backward()" in explanation  # where it surfaced, from the traceback
 
 
-def test_load_is_refused_without_a_shell_and_happens_once(shell, handed):
-    from helpers.explain.kernel import load, unload
-
-    assert load(None) is False and load(object()) is False
-    unload(shell)  # not loaded: nothing to undo
-    before = len(shell.events.callbacks["pre_run_cell"])
-    assert load(shell) is True and load(shell) is True  # a second %load_ext changes nothing
-    assert len(shell.events.callbacks["pre_run_cell"]) == before + 1
-    for cell in CELLS:
-        shell.run_cell(cell)
-    assert len(shell.shown) == 1 and len(handed) == 1  # one watch, one explanation
-    import torch
-
-    assert torch.overrides._get_current_function_mode_stack() == []  # off between cells
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
-def test_a_cell_naming_a_list_that_holds_itself_or_a_data_set_is_watched(shell):
-    from helpers.explain.kernel import HELD, compiles
+def test_the_handler_keeps_ipythons_traceback_offset(shell, monkeypatch):
+    shell.run_cell("%load_ext helpers")
+    shell.run_cell("try:\n    {}['k']\nexcept KeyError as e:\n    err = e")
+    err = shell.user_ns["err"]
+    offsets = []
+    usual = shell.InteractiveTB.structured_traceback
 
-    shell.run_cell("import torch\nloop = []\nloop.append(loop)")
-    shell.run_cell(f"data = [torch.ones(1)] * {HELD} + [torch.compile(torch.nn.Linear(1, 1))]")
-    assert not compiles("loop[0]", shell.user_ns)  # one level looked at: no recursion
-    assert not compiles("data[0]", shell.user_ns)  # past the first HELD items: not looked at
+    def spy(*args, tb_offset=None, **kw):
+        offsets.append(tb_offset)
+        return usual(*args, tb_offset=tb_offset, **kw)
+
+    monkeypatch.setattr(shell.InteractiveTB, "structured_traceback", spy)
+    assert shell.CustomTB(KeyError, err, err.__traceback__, tb_offset=2) == usual(
+        KeyError, err, err.__traceback__, tb_offset=2
+    )
+    assert offsets == [2]  # handed on as IPython gave it (set_custom_exc's contract)
