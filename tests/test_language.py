@@ -78,6 +78,13 @@ def test_a_type_starting_with_a_vowel_takes_an():
     assert say("common", "checks.as_expected", name="int", message="m") == "int (as expected): m"
 
 
+def test_the_article_itself_is_a_or_an_by_the_names_first_sound():
+    from helpers.language import article
+
+    assert [article(n) for n in ("uint8", "NoneType", "str", "Linear")] == ["a"] * 4
+    assert article("MLflow") == "an"  # two capitals make an abbreviation: "em-el-flow"
+
+
 def test_braces_are_literal_when_doubled():
     assert language.placeholders("{{a}} {b} {c.d()}") == {"b", "c.d()"}
     assert language.fill("{{x}} {y}", str.upper) == "{x} Y"
@@ -342,6 +349,7 @@ def test_a_quiz_program_may_say_its_comments_in_chinese_and_nothing_else():
     assert same_program("x = 1  # 切口\ny = x + 1", english)
     assert not same_program("x = 2  # 切口\ny = x + 1", english)
     assert not same_program("x = (  # 切口", english)
+    assert not same_program(None, english) and not same_program(english, 1)  # not a program
     q = next(q for q in QUESTIONS if q.id == "06_split_backward_three_models:split-1")
     set_language("zh")
     try:
@@ -356,8 +364,10 @@ def test_a_translation_may_add_threads_in_its_language_and_a_malformed_list_is_n
     name, key = "10b_questions_learners_ask", "question.plain-list-layers"
     mark = english_hash(translated_table(name, key))
     thread = '{ title = "为什么用 list 存放的层不训练", url = "https://github.com/a/b/issues/1" }'
-    write_zh(text_root, name, f'[{key}]\nen = "{mark}"\nlocal_threads = [{thread}]\n')
+    body = f'[{key}]\nen = "{mark}"\nlocal_threads = [{thread}]\nshort = "列表里的层不训练"\n'
+    write_zh(text_root, name, body)
     assert translation_problems("zh") == []
+    assert translated_table(name, key, "zh")["short"] == "列表里的层不训练"  # read past the threads
     assert translated_table(name, key, "zh")["local_threads"] == [
         {"title": "为什么用 list 存放的层不训练", "url": "https://github.com/a/b/issues/1"}
     ]
@@ -368,7 +378,21 @@ def test_a_translation_may_add_threads_in_its_language_and_a_malformed_list_is_n
     assert "'local_threads' has a thread without a title" in problems
     assert "'local_threads' has a thread whose url is not https" in problems
     assert "'local_threads' has an entry that is not {title, url}: 't'" in problems
-    write_zh(text_root, name, f'[{key}]\nen = "{mark}"\nlocal_threads = "t"\n')
+    extra = '{ title = "t", url = "https://x.org", lang = "zh" }'
+    write_zh(text_root, name, f'[{key}]\nen = "{mark}"\nlocal_threads = [{extra}]\n')
+    assert "'local_threads' has an entry that is not {title, url}" in translation_problems("zh")[0]
+    write_zh(text_root, name, f'[{key}]\nen = "{mark}"\ngone = "x"\nlocal_threads = "t"\n')
     assert translation_problems("zh") == [
-        f"zh/{name}.toml [{key}]: 'local_threads' is not a list of threads"
+        f"zh/{name}.toml [{key}]: English has no string 'gone'",
+        f"zh/{name}.toml [{key}]: 'local_threads' is not a list of threads",
+    ]
+
+
+def test_a_translated_quiz_program_that_is_not_the_english_one_is_named(text_root):
+    entry = translated_table("01_leaf_nodes", "quiz.leaf-1")
+    body = f'[quiz.leaf-1]\nen = "{english_hash(entry)}"\ncode = "y = 2"\n'
+    write_zh(text_root, "01_leaf_nodes", body)
+    assert translation_problems("zh") == [
+        "zh/01_leaf_nodes.toml [quiz.leaf-1]: 'code' is not the English program (only its "
+        "comments may be translated)"
     ]
