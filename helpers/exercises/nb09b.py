@@ -19,6 +19,7 @@ scaler's calls out of order, a loss other than the mean squared error. It never 
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable
 
 import torch
@@ -193,19 +194,19 @@ def _order_problem(calls: Calls) -> str | None:
 
 
 def _close_number(a: float, b: float) -> bool:
-    return abs(a - b) <= 1e-4 * max(abs(a), abs(b), 1e-8)
+    return math.isclose(a, b, rel_tol=1e-4)
 
 
 def _trace_problem(calls: Calls) -> str | None:
     """What the learner's run did differently, read from the calls it made: net's forward in
     another dtype, scaler.scale or the optimizer's step called twice, the scaler's calls out of
     order, a loss other than the mean squared error. None when none of these shows."""
-    for events, (_, y) in zip(calls, amp_batches(), strict=False):
+    for events, (_, y) in zip(calls, amp_batches(), strict=True):
         names = [n for n, _ in events]
         outputs = [t for n, t in events if n == "forward"]
         if outputs and outputs[-1].dtype != torch.float16:
             key = "bfloat16" if outputs[-1].dtype == torch.bfloat16 else "float32"
-            return say(TEXT, f"feedback.forward_{key}", dtype=str(outputs[-1].dtype)[6:])
+            return say(TEXT, f"feedback.forward_{key}")
         if names.count("scale") > 1:
             return say(TEXT, "feedback.scaled_twice", times=names.count("scale"))
         if names.count("optimizer.step") > 1:
@@ -251,7 +252,7 @@ def check_amp_step(amp_step: Callable) -> CheckResult:
         run = _run(amp_step, 0, backwards, calls)
     except Exception as err:  # the learner's code may fail in any way
         text = str(err)
-        given = [t for n, t in calls[-1] if n == "scale"] if calls else []
+        given = [t for n, t in calls[-1] if n == "scale"]  # _run adds a step's list first
         if "outputs must be a Tensor" in text and given and given[-1] is None:
             return feedback([say(TEXT, "feedback.scale_of_none")])
         if "Attempting to unscale FP16 gradients" in text:

@@ -3,6 +3,9 @@ pass, and each usual mistake gets its own message."""
 
 from __future__ import annotations
 
+import re
+
+import pytest
 import torch
 from torch import nn
 
@@ -287,6 +290,35 @@ def test_another_loss():
     text = said(amp_step)[1]
     assert text.startswith("the loss given to scaler.scale is ")
     assert "not the mean squared error of net(x) and y" in text
+
+
+def test_a_loss_a_little_off_is_named_with_both_values_to_four_places():
+    def amp_step(net, x, y, optimizer, scaler, max_norm):
+        optimizer.zero_grad()
+        scaler.scale(loss_of(net, x, y) * 1.001).backward()  # 0.1% off: more than a rounding
+        scaler.unscale_(optimizer)
+        nn.utils.clip_grad_norm_(net.parameters(), max_norm)
+        scaler.step(optimizer)
+        scaler.update()
+
+    found = re.fullmatch(
+        r"the loss given to scaler.scale is (\S+), not the mean squared error of net\(x\) and y "
+        r"\((\S+)\): use nn.functional.mse_loss\(net\(x\), y\)",
+        said(amp_step)[1],
+    )
+    value, mse = found.groups()
+    assert re.fullmatch(r"\d+\.\d{1,4}", value) and re.fullmatch(r"\d+\.\d{1,4}", mse)
+    assert float(value) == pytest.approx(1.001 * float(mse), abs=2e-4)
+
+
+def test_a_list_given_to_scale_is_not_called_none():
+    def amp_step(net, x, y, optimizer, scaler, max_norm):
+        optimizer.zero_grad()
+        scaler.scale([loss_of(net, x, y)]).backward()  # scale returns a list for a list
+
+    ok, text = said(amp_step)
+    assert not ok and "raised AttributeError: 'list' object has no attribute 'backward'" in text
+    assert "given None" not in text
 
 
 def test_scaler_step_and_optimizer_step_both():
