@@ -581,3 +581,23 @@ def test_a_question_draws_only_on_known_topics():
     with pytest.raises(ValueError, match=r"draws on unknown topic\(s\) \['leaves'\]"):
         Question("leaf", "Is it?", "y = 1", "no", "m", "f", "y == 2", draws_on=("leaves",), id="a")
     assert Question("leaf", "Is it?", "y = 1", "no", "m", "f", probe="y == 2").draws_on == ()
+
+
+def test_every_topic_is_asked_in_its_notebook():
+    """A topic's questions are written to be asked: its notebook has a quiz(...) or score(...)
+    cell that names it (notebook 07's questions once stood in no cell)."""
+    import json
+    from pathlib import Path
+
+    from helpers.quiz import ALL_TOPICS
+
+    notebooks = Path(__file__).resolve().parents[1] / "notebooks"
+    for topic, name in ALL_TOPICS.items():
+        cells = json.loads((notebooks / name).read_text(encoding="utf-8"))["cells"]
+        calls = [
+            found.group(1)
+            for cell in cells
+            if cell["cell_type"] == "code"
+            for found in re.finditer(r"\b(?:quiz|score)\(([^)]*)\)", "".join(cell["source"]))
+        ]
+        assert any(f'"{topic}"' in call for call in calls), f"{name} asks no {topic} question"
