@@ -9,6 +9,7 @@ shown as torch raised it. `FAMILIES` lists them in the order they are tried.
 from __future__ import annotations
 
 import ast
+import functools
 import math
 import re
 from collections.abc import Callable
@@ -558,35 +559,37 @@ Elsewhere = Callable[[Scene], "tuple[Place, str, Edit | None] | None"]
 def _at_the_line(key: str, edit: LineEdit | None = None, elsewhere: Elsewhere | None = None):
     """A family whose causal line is the line that raised: say what, and the edit of that line;
     or, where `elsewhere` finds the cause on another line, that line and its fix."""
+    return functools.partial(_explain_at_the_line, key, edit, elsewhere)
 
-    def explain(error: BaseException, scene: Scene) -> Explanation | None:
-        at = scene.surfaced
-        if at is None:
-            return None
-        found = elsewhere(scene) if elsewhere is not None else None
-        if found is not None:
-            place, fix, new_edit = found
-            return _explanation(
-                key,
-                error,
-                [place, Place("surfaced", at)],
-                what=_text(key, "what"),
-                edits=(new_edit,) if new_edit else (),
-                fix=fix,
-                not_this=_text(key, "not_this"),
-            )
-        new = edit(_code(at), scene) if edit is not None else None
+
+def _explain_at_the_line(
+    key: str, edit: LineEdit | None, elsewhere: Elsewhere | None, error: BaseException, scene: Scene
+) -> Explanation | None:
+    at = scene.surfaced
+    if at is None:
+        return None
+    found = elsewhere(scene) if elsewhere is not None else None
+    if found is not None:
+        place, fix, new_edit = found
         return _explanation(
             key,
             error,
-            [Place("surfaced", at)],
+            [place, Place("surfaced", at)],
             what=_text(key, "what"),
-            edits=(Edit(at, new),) if new else (),
-            fix=_text(key, "fix"),
+            edits=(new_edit,) if new_edit else (),
+            fix=fix,
             not_this=_text(key, "not_this"),
         )
-
-    return explain
+    new = edit(_code(at), scene) if edit is not None else None
+    return _explanation(
+        key,
+        error,
+        [Place("surfaced", at)],
+        what=_text(key, "what"),
+        edits=(Edit(at, new),) if new else (),
+        fix=_text(key, "fix"),
+        not_this=_text(key, "not_this"),
+    )
 
 
 def _returned_unreduced(scene: Scene) -> tuple[Place, str, Edit | None] | None:
@@ -609,13 +612,13 @@ def _returned_unreduced(scene: Scene) -> tuple[Place, str, Edit | None] | None:
 
 
 def _sub(pattern: str, replacement: str) -> LineEdit:
-    compiled = re.compile(pattern)
+    """The edit that replaces the first match of `pattern` in the line (None: no match)."""
+    return functools.partial(_substituted, re.compile(pattern), replacement)
 
-    def edit(code: str, scene: Scene) -> str | None:
-        new, count = compiled.subn(replacement, code, count=1)
-        return new if count else None
 
-    return edit
+def _substituted(compiled: re.Pattern, replacement: str, code: str, scene: Scene) -> str | None:
+    new, count = compiled.subn(replacement, code, count=1)
+    return new if count else None
 
 
 def _under_no_grad(code: str, scene: Scene) -> str | None:
