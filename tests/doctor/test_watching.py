@@ -58,13 +58,24 @@ def _forward_traceback(way) -> list[str]:
         with torch.autograd.detect_anomaly(), way():
             for _ in range(1):
                 h = nn.functional.softmax(x.exp(), dim=0)  # a C function, then a Python one
-    return h.grad_fn.metadata["traceback_"] + h.grad_fn.next_functions[0][0].metadata["traceback_"]
+                top, _ = torch.max(x * 2, dim=0)  # a tuple of results
+                _, lower, _ = torch.linalg.lu(x.diag() + 1)  # the first has no graph
+                constant = torch.ones(2) * 2  # no graph: nothing stored
+    assert constant.grad_fn is None
+    return (
+        h.grad_fn.metadata["traceback_"]
+        + h.grad_fn.next_functions[0][0].metadata["traceback_"]
+        + top.grad_fn.metadata["traceback_"]
+        + lower.grad_fn.metadata["traceback_"]
+    )
 
 
 @pytest.mark.parametrize("way", ["explainer", "doctor"])
 def test_anomaly_mode_names_the_learners_forward_line(way):
     bare, watched = (_forward_traceback(WAYS[w]) for w in ("bare", way))  # from one line
-    assert "h = nn.functional.softmax(x.exp(), dim=0)" in bare[-1]
+    assert any("h = nn.functional.softmax(x.exp(), dim=0)" in entry for entry in bare)
+    assert "_, lower, _ = torch.linalg.lu(x.diag() + 1)" in bare[-1]
+    assert any("top, _ = torch.max(x * 2, dim=0)" in entry for entry in bare)
     assert watched == bare
 
 
@@ -196,3 +207,38 @@ def test_two_files_with_the_same_code_at_the_same_line_are_told_apart():
                 exec(compile("torch.tensor(x)\n", cell, "exec"), {"torch": torch, "x": x})
     seen = [(w.filename, w.lineno) for w in caught]
     assert seen == [("<cell a>", 1), ("<cell b>", 1)]
+
+
+def test_a_call_made_as_no_frame_passes_its_arguments():
+    from helpers.doctor.watching import call
+
+    made = call(torch.add, (torch.ones(2), torch.ones(2)), {"alpha": 2}, None)
+    assert made.tolist() == [3.0, 3.0]
+
+
+def test_a_call_site_is_made_once_and_kept():
+    import sys
+
+    from helpers.doctor import watching
+
+    frame = sys._getframe()
+    before = dict(watching._AS_CALLER)
+    made = []
+    for _ in range(2):  # one site: the same instruction of this frame
+        watching.call(torch.add, (torch.ones(1), 1), {}, frame)
+        made.append({k: v for k, v in watching._AS_CALLER.items() if k not in before})
+    assert len(made[0]) == 1 and made[1] == made[0]  # the same function, not made again
+
+
+def test_grad_fn_is_none_where_reading_it_raises():
+    from helpers.doctor.watching import grad_fn
+
+    x = torch.ones(3, requires_grad=True)
+    assert type(grad_fn(x * 2)).__name__ == "MulBackward0" and grad_fn(3) is None
+    base = x * 1
+    with torch.no_grad():
+        view = base[:2]
+    base.mul_(2)
+    with pytest.raises(RuntimeError):
+        view.grad_fn  # noqa: B018 (torch raises on reading it)
+    assert grad_fn(view) is None
