@@ -170,3 +170,25 @@ def test_the_watch_keeps_the_last_records_only_however_many_parameters_a_step_ch
     assert {(r.version_before, r.version_after) for r in steps} == {(2, 3)}
     assert len(watch._changes) == 2  # the last step and the call: the older steps let go
     assert watch._held == KEPT + 1  # and of the last step, only its last KEPT changes
+
+
+def test_clear_forgets_what_the_watch_saw():
+    watch = Watch()
+    with watch:
+        x = torch.ones(3, requires_grad=True)
+        h = x * 2
+        h.mul_(2)  # an in-place change
+        h.sum().backward()  # a backward
+        h.sum().item()  # a cut: a Python number
+        torch.set_grad_enabled(False)  # gradients off
+        torch.set_grad_enabled(True)
+    seen = (watch.inplace, watch.backwards, watch.cuts, watch.grad_off_at, watch.backwards_seen)
+    assert all(seen)
+    watch.grad_off_by_checkpoint = True
+    watch.clear()
+    assert (watch.inplace, list(watch.backwards), list(watch.cuts)) == ([], [], [])
+    assert (watch.grad_off_at, watch.grad_off_by_checkpoint, watch.backwards_seen) == (
+        None,
+        False,
+        0,
+    )
