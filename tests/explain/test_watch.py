@@ -192,3 +192,52 @@ def test_clear_forgets_what_the_watch_saw():
         False,
         0,
     )
+
+
+def test_a_step_is_noted_when_it_ends_one_record_per_tensor_it_changed():
+    torch.manual_seed(0)
+    w = torch.randn(2, requires_grad=True)
+    optimizer = torch.optim.Adam([w], lr=0.1)
+    (w * w).sum().backward()
+    optimizer.step()  # unwatched: now the optimizer has its state
+    watch = Watch()
+    with watch:
+        (w * w).sum().backward()
+        optimizer.step()
+        records = watch.inplace  # no torch call since the step: its end noted it
+        optimizer.state.clear()  # the state's tensors die with it
+        left = watch.inplace
+    assert len(records) == 4  # Adam's step count, exp_avg, exp_avg_sq; then the parameter
+    assert {(r.call, r.made_by, r.at.code, r.backwards) for r in records} == {
+        ("Adam.step", "", "optimizer.step()", 1)  # leaves, after one watched backward
+    }
+    assert records[-1].tensor() is w and (
+        records[-1].version_before,
+        records[-1].version_after,
+    ) == (1, 2)
+    assert [r.tensor() for r in left] == [w]  # a dead tensor's record goes, the others stay
+
+
+class _Halving(torch.optim.Optimizer):
+    """An optimizer a learner writes: its step is the learner's code."""
+
+    def __init__(self, params):
+        super().__init__(params, {})
+
+    @torch.no_grad()
+    def step(self):
+        for group in self.param_groups:
+            for p in group["params"]:
+                p.mul_(0.5)  # the learner's own update
+
+
+def test_a_step_the_learner_wrote_is_watched_line_by_line():
+    def program():
+        w = torch.ones(3, requires_grad=True)
+        optimizer = _Halving([w])
+        loss = (w * w).sum()  # saves w
+        optimizer.step()
+        loss.backward()
+
+    explanation = _explained(program)
+    assert explanation.place("changed").code == "p.mul_(0.5)  # the learner's own update"
