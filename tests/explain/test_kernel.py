@@ -175,6 +175,7 @@ def test_a_pre_run_cell_without_its_information_still_watches_the_cell(shell):
     assert torch.overrides._get_current_function_mode_stack() == []
 
 
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # torch.jit, on import
 def test_a_cell_that_runs_unwatched_is_explained_from_the_cells_watched_before(shell):
     shell.run_cell("%load_ext helpers")
     for cell in CELLS[:3]:
@@ -295,3 +296,30 @@ def test_the_handler_keeps_ipythons_traceback_offset(shell, monkeypatch):
         KeyError, err, err.__traceback__, tb_offset=2
     )
     assert offsets == [2]  # handed on as IPython gave it (set_custom_exc's contract)
+
+
+def test_load_is_refused_without_a_shell_and_happens_once(shell, handed):
+    from helpers.explain.kernel import load, unload
+
+    assert load(None) is False and load(object()) is False
+    unload(shell)  # not loaded: nothing to undo
+    before = len(shell.events.callbacks["pre_run_cell"])
+    assert load(shell) is True and load(shell) is True  # a second %load_ext changes nothing
+    assert len(shell.events.callbacks["pre_run_cell"]) == before + 1
+    for cell in CELLS:
+        shell.run_cell(cell)
+    assert len(shell.shown) == 1 and len(handed) == 1  # one watch, one explanation
+    assert torch.overrides._get_current_function_mode_stack() == []  # off between cells
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning")  # torch.jit, on import
+def test_a_cell_naming_a_list_that_holds_itself_or_a_data_set_is_watched(shell):
+    from helpers.explain.kernel import HELD, compiles
+
+    assert shell.run_cell("import torch\nloop = []\nloop.append(loop)").success
+    made = shell.run_cell(
+        f"data = [torch.ones(1)] * {HELD} + [torch.compile(torch.nn.Linear(1, 1))]"
+    )
+    assert made.success  # run alone, torch.compile's first import warns: not an error here
+    assert not compiles("loop[0]", shell.user_ns)  # one level looked at: no recursion
+    assert not compiles("data[0]", shell.user_ns)  # past the first HELD items: not looked at
