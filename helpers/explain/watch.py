@@ -314,19 +314,18 @@ class Watch(TorchFunctionMode):
                     at=at,
                     tensor=weakref.ref(target),
                     backwards=self.backwards_seen,
-                )
+                ),
             )
             if node is not None and MADE_AT not in node.metadata:
                 node.metadata[MADE_AT] = at
         return result
 
     def _backward(self, name: str, args: tuple, kwargs: dict) -> None:
-        first = args[0] if args else kwargs.get("tensors", kwargs.get("outputs"))
+        # torch hands a mode the roots of backward() and grad() first, and the rest by keyword
+        # (`handle_torch_function` in torch/_tensor.py and torch/autograd/__init__.py)
+        first = args[0]
         roots = [first] if isinstance(first, torch.Tensor) else list(first or ())
-        # retain_graph is the third positional of both backwards, the fourth of grad
-        position = 2 if name == "backward" else 3
-        retain = kwargs.get("retain_graph", args[position] if len(args) > position else None)
-        retain_graph = bool(retain) or bool(kwargs.get("create_graph"))
+        retain_graph = bool(kwargs.get("retain_graph")) or bool(kwargs.get("create_graph"))
         # a graph kept for another backward is never held by the watch: its saved tensors would
         # stay alive; one this backward frees is held, to name it if a later backward needs it
         nodes = [grad_fn(r) for r in roots]

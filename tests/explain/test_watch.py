@@ -6,11 +6,14 @@ hooks are there only while a watch is on."""
 from __future__ import annotations
 
 import re
+import sysconfig
+from pathlib import Path
 
 import pytest
 import torch
 from torch import nn
 
+import helpers
 from helpers import explain
 from helpers.explain.watch import Watch
 
@@ -241,3 +244,85 @@ def test_a_step_the_learner_wrote_is_watched_line_by_line():
 
     explanation = _explained(program)
     assert explanation.place("changed").code == "p.mul_(0.5)  # the learner's own update"
+
+
+HALVING = """
+class Halving(torch.optim.Optimizer):
+    def __init__(self, params):
+        super().__init__(params, {})
+
+    @torch.no_grad()
+    def step(self):
+        for group in self.param_groups:
+            for p in group["params"]:
+                p.mul_(0.5)
+"""
+
+
+def _halving_from(module: str, filename: str) -> type:
+    """The same optimizer, as if module `module` in file `filename` had defined it."""
+    namespace = {"__name__": module, "torch": torch}
+    exec(compile(HALVING, filename, "exec"), namespace)
+    return namespace["Halving"]
+
+
+@pytest.mark.parametrize(
+    "where",
+    [
+        ("another installed package", "other_optim", sysconfig.get_paths()["purelib"]),
+        ("the course's own package", "helpers.halving", str(Path(helpers.__file__).parent)),
+    ],
+    ids=lambda where: where[0],
+)
+def test_an_optimizer_that_is_not_the_learners_is_noted_as_one_call(where):
+    _, module, folder = where
+    optimizer = _halving_from(module, str(Path(folder) / "halving.py"))([w := torch.ones(2)])
+    watch = Watch()
+    with watch:
+        optimizer.step()
+        records = watch.inplace
+    assert [(r.call, r.tensor() is w) for r in records] == [("Halving.step", True)]
+
+
+def test_each_way_to_start_a_backward_is_noted_with_its_roots_and_retain_graph():
+    """Tensor.backward and torch.autograd.grad (torch 2.4 hands a mode no
+    torch.autograd.backward call: the watch cannot see that one there)."""
+    w = torch.ones(2, requires_grad=True)
+    ab = [(w * 2).sum(), (w * 3).sum()]
+    leaf = torch.ones((), requires_grad=True)
+    watch = Watch()
+    noted = []
+    with watch:
+        loss = (w * w).sum()
+        loss.backward(None, True)  # retain_graph, the third positional
+        noted.append(watch.backwards[-1])
+        loss.backward(retain_graph=True)
+        noted.append(watch.backwards[-1])
+        torch.autograd.grad(outputs=loss, inputs=w, create_graph=True)  # keeps the graph too
+        noted.append(watch.backwards[-1])
+        torch.autograd.grad(loss, [w], None, True)  # retain_graph, the fourth positional
+        noted.append(watch.backwards[-1])
+        torch.autograd.grad(ab, [w])  # two roots, freed
+        noted.append(watch.backwards[-1])
+        w.sum().backward()
+        noted.append(watch.backwards[-1])
+        leaf.backward()  # a root without a grad_fn
+        noted.append(watch.backwards[-1])
+    assert [(b.call, b.retain_graph, b.count) for b in noted] == [
+        ("backward", True, 0),
+        ("backward", True, 1),
+        ("grad", True, 2),
+        ("grad", True, 3),
+        ("grad", False, 4),
+        ("backward", False, 5),
+        ("backward", False, 6),
+    ]
+    assert watch.backwards_seen == 7
+    assert [b.roots for b in noted[:4]] == [()] * 4  # a kept graph is never held
+    assert noted[4].roots == (ab[0].grad_fn, ab[1].grad_fn)
+    assert noted[4].newest == ab[1].grad_fn._sequence_nr() and noted[6].newest == -1
+    assert noted[6].roots == (None,)
+    assert [b.at.code for b in noted[:2]] == [
+        "loss.backward(None, True)  # retain_graph, the third positional",
+        "loss.backward(retain_graph=True)",
+    ]
