@@ -147,6 +147,7 @@ FORKSERVER = {
     "helpers/explain/explanation.py",
     "helpers/explain/watch.py",
     "helpers/explain/kernel.py",
+    "helpers/explain/scopes.py",
 }
 
 #: Modules left out, each with the reason (drawing and layout are checked by looking at them).
