@@ -5,6 +5,7 @@ hooks are there only while a watch is on."""
 
 from __future__ import annotations
 
+import linecache
 import re
 import sysconfig
 from pathlib import Path
@@ -221,31 +222,6 @@ def test_a_step_is_noted_when_it_ends_one_record_per_tensor_it_changed():
     assert [r.tensor() for r in left] == [w]  # a dead tensor's record goes, the others stay
 
 
-class _Halving(torch.optim.Optimizer):
-    """An optimizer a learner writes: its step is the learner's code."""
-
-    def __init__(self, params):
-        super().__init__(params, {})
-
-    @torch.no_grad()
-    def step(self):
-        for group in self.param_groups:
-            for p in group["params"]:
-                p.mul_(0.5)  # the learner's own update
-
-
-def test_a_step_the_learner_wrote_is_watched_line_by_line():
-    def program():
-        w = torch.ones(3, requires_grad=True)
-        optimizer = _Halving([w])
-        loss = (w * w).sum()  # saves w
-        optimizer.step()
-        loss.backward()
-
-    explanation = _explained(program)
-    assert explanation.place("changed").code == "p.mul_(0.5)  # the learner's own update"
-
-
 HALVING = """
 class Halving(torch.optim.Optimizer):
     def __init__(self, params):
@@ -260,10 +236,26 @@ class Halving(torch.optim.Optimizer):
 
 
 def _halving_from(module: str, filename: str) -> type:
-    """The same optimizer, as if module `module` in file `filename` had defined it."""
+    """The same optimizer, as if module `module` in file `filename` had defined it (its lines
+    readable there, as a real file's are)."""
+    linecache.cache[filename] = (len(HALVING), None, HALVING.splitlines(True), filename)
     namespace = {"__name__": module, "torch": torch}
     exec(compile(HALVING, filename, "exec"), namespace)
     return namespace["Halving"]
+
+
+def test_a_step_the_learner_wrote_is_watched_line_by_line(tmp_path):
+    halving = _halving_from("learners_optimizer", str(tmp_path / "learners_optimizer.py"))
+
+    def program():
+        w = torch.ones(3, requires_grad=True)
+        optimizer = halving([w])
+        loss = (w * w).sum()  # saves w
+        optimizer.step()
+        loss.backward()
+
+    explanation = _explained(program)
+    assert explanation.place("changed").code == "p.mul_(0.5)"  # inside the step, its own line
 
 
 @pytest.mark.parametrize(
