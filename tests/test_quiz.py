@@ -586,18 +586,17 @@ def test_a_question_draws_only_on_known_topics():
 def test_every_topic_is_asked_in_its_notebook():
     """A topic's questions are written to be asked: its notebook has a quiz(...) or score(...)
     cell that names it (notebook 07's questions once stood in no cell)."""
-    import json
-    from pathlib import Path
+    import nbformat
 
     from helpers.quiz import ALL_TOPICS
+    from tests.support.notebook_files import FOLDER
 
-    notebooks = Path(__file__).resolve().parents[1] / "notebooks"
     for topic, name in ALL_TOPICS.items():
-        cells = json.loads((notebooks / name).read_text(encoding="utf-8"))["cells"]
+        cells = nbformat.read(FOLDER / name, as_version=4).cells
         calls = [
             found.group(1)
             for cell in cells
-            if cell["cell_type"] == "code"
-            for found in re.finditer(r"\b(?:quiz|score)\(([^)]*)\)", "".join(cell["source"]))
+            if cell.cell_type == "code"
+            for found in re.finditer(r"\b(?:quiz|score)\(([^)]*)\)", cell.source)
         ]
         assert any(f'"{topic}"' in call for call in calls), f"{name} asks no {topic} question"

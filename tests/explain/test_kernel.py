@@ -242,28 +242,36 @@ def test_an_error_that_is_not_autograds_is_shown_as_without_the_explainer(shell,
     assert shell.shown == []
 
 
+@pytest.fixture
+def formatted(shell, monkeypatch):
+    """Each traceback IPython's formatter makes, in order: (the tb_offset it was given, its
+    entries)."""
+    found: list = []
+    structured = shell.InteractiveTB.structured_traceback
+
+    def spy(*args, tb_offset=None, **kwargs):
+        found.append((tb_offset, structured(*args, tb_offset=tb_offset, **kwargs)))
+        return found[-1][1]
+
+    monkeypatch.setattr(shell.InteractiveTB, "structured_traceback", spy)
+    return found
+
+
 def test_an_explained_error_shows_torchs_line_and_folds_the_usual_traceback(
-    shell, handed, monkeypatch
+    shell, handed, formatted
 ):
     for cell in CELLS:
         shell.run_cell(cell)
     ((_, _, bare),) = handed
     handed.clear()
-    formatted = []
-    structured = shell.InteractiveTB.structured_traceback
-
-    def spy(*args, **kwargs):
-        formatted.append(structured(*args, **kwargs))
-        return formatted[-1]
-
-    monkeypatch.setattr(shell.InteractiveTB, "structured_traceback", spy)
+    formatted.clear()
     shell.run_cell("%load_ext helpers")
     for cell in CELLS:
         shell.run_cell(cell)
     ((etype, value, stb),) = handed
     assert etype is RuntimeError
     assert stb == [f"RuntimeError: {value}"]  # torch's own words, searchable, nothing else
-    (usual,) = formatted
+    ((_, usual),) = formatted
     assert entries_outside_mutmut(usual) == bare  # the watch's frames taken out, nothing added
     (picture,) = shell.shown
     page = picture.data
@@ -280,22 +288,15 @@ def test_an_explained_error_shows_torchs_line_and_folds_the_usual_traceback(
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
-def test_the_handler_keeps_ipythons_traceback_offset(shell, monkeypatch):
+def test_the_handler_keeps_ipythons_traceback_offset(shell, formatted):
     shell.run_cell("%load_ext helpers")
     shell.run_cell("try:\n    {}['k']\nexcept KeyError as e:\n    err = e")
     err = shell.user_ns["err"]
-    offsets = []
-    usual = shell.InteractiveTB.structured_traceback
-
-    def spy(*args, tb_offset=None, **kw):
-        offsets.append(tb_offset)
-        return usual(*args, tb_offset=tb_offset, **kw)
-
-    monkeypatch.setattr(shell.InteractiveTB, "structured_traceback", spy)
-    assert shell.CustomTB(KeyError, err, err.__traceback__, tb_offset=2) == usual(
-        KeyError, err, err.__traceback__, tb_offset=2
-    )
-    assert offsets == [2]  # handed on as IPython gave it (set_custom_exc's contract)
+    formatted.clear()
+    shown = shell.CustomTB(KeyError, err, err.__traceback__, tb_offset=2)
+    ((offset, usual),) = formatted
+    assert offset == 2  # handed on as IPython gave it (set_custom_exc's contract)
+    assert shown == usual
 
 
 def test_load_is_refused_without_a_shell_and_happens_once(shell, handed):
